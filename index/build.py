@@ -1,0 +1,272 @@
+"""Build or update an index from a paper list: load -> normalise -> chunk -> embed -> Chroma +
+catalog -> BM25.
+
+Incremental by content hash: a paper whose title and abstract are unchanged is not re-embedded
+(a metadata-only change updates metadata in place); a changed paper has its old chunks deleted
+before the new ones are written; ``prune`` removes papers no longer in the list. A build killed at
+any point (Ctrl-C, ``kill -9``) and run again ends with exactly the right chunks: see
+:mod:`index.catalog` for why. One build per index at a time (a file lock).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable
+
+from index import manifest
+from index.catalog import Catalog
+from index.chunking import chunk_paper
+from index.sources import LoadResult, Problem, load_papers
+from index.text import normalise
+from rag.errors import IndexLockedError, PaperchatError
+from rag.lexical import LexicalIndex
+from rag.store import ChromaStore
+from rag.types import Chunk, Paper
+
+#: Papers embedded and written per step; a kill loses at most one step's work.
+PAPERS_PER_STEP = 64
+
+
+@dataclass
+class BuildSummary:
+    """What a build did. Times in seconds."""
+
+    name: str
+    papers: int = 0            # papers in the index after the build
+    chunks: int = 0            # chunks in the index after the build
+    embedded: int = 0          # papers (re-)embedded by this build
+    updated_metadata: int = 0  # papers whose metadata changed but text did not
+    unchanged: int = 0
+    pruned: int = 0
+    skipped: int = 0           # malformed records skipped
+    problems: list[Problem] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def line(self) -> str:
+        return (f"index {self.name!r}: {self.papers} papers, {self.chunks} chunks; "
+                f"embedded {self.embedded}, unchanged {self.unchanged}, metadata updated "
+                f"{self.updated_metadata}, pruned {self.pruned}, skipped {self.skipped}; "
+                f"{self.seconds:.1f} s")
+
+
+def status_tier(status: str) -> str:
+    """Normalised decision of a status string: oral, spotlight, poster, accept, reject,
+    withdrawn, workshop or '' (unknown). ICLR 2026 says 'Accept (Oral)', 2018 says 'Oral'."""
+    s = status.lower()
+    for tier in ("oral", "spotlight", "poster", "workshop", "withdraw", "reject"):
+        if tier in s:
+            return "withdrawn" if tier == "withdraw" else tier
+    if "not accepted" in s:
+        return "reject"
+    return "accept" if "accept" in s else ""
+
+
+def is_accepted(status: str) -> bool:
+    return status_tier(status) in ("oral", "spotlight", "poster", "accept")
+
+
+def search_text(paper: Paper) -> tuple[str, str, str]:
+    """Normalised (title, abstract, BM25 text) of a paper."""
+    title = normalise(paper.title)
+    abstract = normalise(paper.abstract)
+    keywords = "; ".join(normalise(k) for k in paper.keywords)
+    return title, abstract, f"{title}. {keywords}. {abstract}" if keywords else f"{title}. {abstract}"
+
+
+def content_hash(paper: Paper) -> str:
+    """``<text hash>:<record hash>`` (sha256 prefixes): the first changes only when the title or
+    abstract does (re-embed), the second with any field (metadata update)."""
+    text = hashlib.sha256(f"{paper.title}\x00{paper.abstract}".encode()).hexdigest()[:16]
+    rec = hashlib.sha256(json.dumps(paper.__dict__, sort_keys=True, ensure_ascii=False)
+                         .encode()).hexdigest()[:16]
+    return f"{text}:{rec}"
+
+
+def chunk_metadata(paper: Paper, chunk: Chunk, n_chunks: int) -> dict:
+    """Chroma metadata of a chunk: ids and the filterable paper fields (no None values)."""
+    return {"paper_id": paper.id, "n": chunk.n, "n_chunks": n_chunks, "title": paper.title,
+            "status": paper.status, "tier": status_tier(paper.status),
+            "accepted": is_accepted(paper.status), "primary_area": paper.primary_area,
+            "venue": paper.venue, "year": paper.year if paper.year is not None else -1}
+
+
+class _Lock:
+    def __init__(self, path: Path):
+        from filelock import FileLock, Timeout
+
+        self._lock = FileLock(str(path))
+        self._timeout = Timeout
+
+    def __enter__(self):
+        try:
+            self._lock.acquire(timeout=0)
+        except self._timeout:
+            raise IndexLockedError(f"another 'paperchat index' is writing this index (lock "
+                                   f"{self._lock.lock_file}); wait for it to finish") from None
+        return self
+
+    def __exit__(self, *exc):
+        self._lock.release()
+
+
+def open_store(index_dir: Path, settings, name: str, *, create: bool, metadata=None) -> ChromaStore:
+    """The Chroma collection of an index (embedded under ``index_dir/chroma``, or on the server)."""
+    collection = f"paperchat-{name}" if settings.chroma_url else "chunks"
+    return ChromaStore(index_dir / "chroma", url=settings.chroma_url, collection=collection,
+                       create=create, metadata=metadata)
+
+
+def build_index(source: str | Path | LoadResult, *, settings, embedder, name: str | None = None,
+                fmt: str = "auto", prune: bool = False, progress: bool = True,
+                log: Callable[[str], None] = lambda m: print(m, file=sys.stderr)) -> BuildSummary:
+    """Build or update index ``name`` (default ``settings.index``) from a paper list.
+
+    Args:
+        source: a path (read with :func:`index.sources.load_papers`) or an already loaded list.
+        embedder: an :class:`rag.embedder.Embedder`; its ``name``/``dim`` go into the manifest.
+        prune: delete indexed papers that are not in ``source``.
+        progress: show a tqdm bar (papers/s, ETA) on a terminal.
+        log: where problem lines and notes go (stderr by default).
+    Returns:
+        A :class:`BuildSummary`.
+    Raises:
+        IndexMismatchError: the index exists with other build settings.
+        IndexLockedError: another build holds the lock.
+        SourceFormatError: the list cannot be read at all.
+    """
+    t0 = time.perf_counter()
+    name = name or settings.index
+    index_dir = settings.index_dir(name)
+    index_dir.mkdir(parents=True, exist_ok=True)
+    with _Lock(index_dir / ".lock"):
+        loaded = source if isinstance(source, LoadResult) else load_papers(source, fmt)
+        for problem in loaded.problems:
+            log(f"{getattr(source, 'name', source)}: {problem}")
+        wanted = manifest.build_keys(settings, embedder.dim)
+        recorded = manifest.read(index_dir)
+        if recorded is not None:
+            manifest.check(recorded, wanted, name)
+        store = open_store(index_dir, settings, name, create=True,
+                           metadata={k: v for k, v in wanted.items()})
+        if store.metadata:
+            manifest.check({**wanted, **store.metadata}, wanted, name)
+        manifest.write(index_dir, {**wanted, **(recorded or {}), **wanted, "name": name})
+        catalog = Catalog(index_dir / "papers.sqlite")
+        summary = BuildSummary(name=name, skipped=loaded.skipped, problems=loaded.problems)
+
+        existing = catalog.hashes()
+        # After an interrupted build, Chroma may hold chunks of papers with no catalog row (or
+        # an old row): find them once, so they are deleted before being rewritten.
+        stray: set[str] = set()
+        if store.count() != catalog.total_chunks():
+            counts = store.chunk_counts()
+            stray = {pid for pid in counts if pid not in existing}
+            if stray:
+                store.delete_papers(sorted(stray))
+
+        to_embed: list[Paper] = []
+        meta_only: list[Paper] = []
+        for paper in loaded.papers:
+            old = existing.get(paper.id)
+            new = content_hash(paper)
+            if old == new:
+                summary.unchanged += 1
+            elif old is not None and old.split(":")[0] == new.split(":")[0]:
+                meta_only.append(paper)
+            else:
+                to_embed.append(paper)
+
+        if meta_only:
+            _update_metadata(store, catalog, meta_only, embedder)
+            summary.updated_metadata = len(meta_only)
+
+        if to_embed:
+            _embed_papers(store, catalog, to_embed, existing, embedder, settings, progress)
+            summary.embedded = len(to_embed)
+
+        if prune:
+            keep = {p.id for p in loaded.papers}
+            gone = sorted(set(existing) - keep)
+            if gone:
+                store.delete_papers(gone)
+                catalog.delete(gone)
+                summary.pruned = len(gone)
+
+        lexical_dir = index_dir / "bm25"
+        changed = summary.embedded or summary.updated_metadata or summary.pruned or stray
+        if changed or not lexical_dir.exists():
+            rows = list(catalog.papers())
+            LexicalIndex.build([p.id for p, _ in rows], [t for _, t in rows]).save(lexical_dir)
+
+        summary.papers = catalog.count()
+        summary.chunks = store.count()
+        summary.seconds = time.perf_counter() - t0
+        manifest.write(index_dir, {**wanted, "name": name, "papers": summary.papers,
+                                   "chunks": summary.chunks,
+                                   "source": str(getattr(source, "name", source))})
+        return summary
+
+
+def _embed_papers(store, catalog, papers: list[Paper], existing: dict[str, str], embedder,
+                  settings, progress: bool) -> None:
+    from tqdm import tqdm
+
+    tokenizer = embedder.tokenizer
+    bar = tqdm(total=len(papers), unit="paper", disable=not progress or None, file=sys.stderr,
+               desc="embedding", dynamic_ncols=True)
+    try:
+        for start in range(0, len(papers), PAPERS_PER_STEP):
+            step = papers[start:start + PAPERS_PER_STEP]
+            stale = [p.id for p in step if p.id in existing]
+            if stale:
+                store.delete_papers(stale)
+            ids, docs, metas, rows = [], [], [], []
+            for paper in step:
+                title, abstract, text = search_text(paper)
+                chunks = chunk_paper(paper.id, title, abstract, tokenizer,
+                                     max_tokens=settings.chunk_tokens, overlap=settings.chunk_overlap)
+                for c in chunks:
+                    ids.append(c.id)
+                    docs.append(c.text)
+                    metas.append(chunk_metadata(paper, c, len(chunks)))
+                rows.append((paper, content_hash(paper), len(chunks), text))
+            vectors = embedder.embed(docs)
+            store.upsert(ids, vectors, docs, metas)
+            catalog.put(rows)  # only after the chunks are stored: see index.catalog
+            bar.update(len(step))
+    finally:
+        bar.close()
+
+
+def _update_metadata(store, catalog, papers: list[Paper], embedder) -> None:
+    """Rewrite chunk metadata and catalog rows of papers whose text is unchanged."""
+    rows = []
+    for paper in papers:
+        n_chunks = store._col.get(where={"paper_id": paper.id}, include=[])["ids"]
+        ids = sorted(n_chunks, key=lambda cid: int(cid.rsplit("#", 1)[1]))
+        metas = [chunk_metadata(paper, Chunk(cid, paper.id, int(cid.rsplit("#", 1)[1]), "", 0),
+                                len(ids)) for cid in ids]
+        if ids:
+            store._col.update(ids=ids, metadatas=metas)
+        rows.append((paper, content_hash(paper), len(ids), search_text(paper)[2]))
+    catalog.put(rows)
+
+
+def delete_index(settings, name: str) -> None:
+    """Remove index ``name`` entirely (its directory; its server collection in server mode)."""
+    index_dir = settings.index_dir(name)
+    if settings.chroma_url:
+        store = open_store(index_dir, settings, name, create=True)
+        store._client.delete_collection(f"paperchat-{name}")
+    shutil.rmtree(index_dir, ignore_errors=True)
+
+
+def index_exists(settings, name: str) -> bool:
+    return (settings.index_dir(name) / manifest.MANIFEST).exists() and \
+        (settings.index_dir(name) / "bm25").exists()

@@ -1,0 +1,91 @@
+"""Split a paper into chunks that fit the embedder's window, title on every chunk.
+
+all-MiniLM-L6-v2 reads 256 tokens ([CLS] and [SEP] included) and silently drops the rest; 78% of
+ICLR 2026 title+abstract texts are longer (shared/data/README.md). Each chunk is the normalised
+title, then a window of the normalised abstract, cut on word boundaries of the embedder's own
+tokenizer, consecutive windows sharing ``overlap`` tokens, so every abstract token is inside some
+chunk's window.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, Sequence
+
+from rag.types import Chunk
+
+#: Titles longer than this many tokens are cut on chunks (rare; keeps room for the abstract).
+MAX_TITLE_TOKENS = 64
+#: Tokens of the separator between title and window (". " is one token for WordPiece).
+SEPARATOR = ". "
+
+
+class Tokenizer(Protocol):
+    """The slice of a Hugging Face fast tokenizer chunking needs."""
+
+    def __call__(self, text: str, *, add_special_tokens: bool, return_offsets_mapping: bool): ...
+
+
+def _word_starts(offsets: Sequence[tuple[int, int]], text: str) -> list[bool]:
+    starts = []
+    prev_end = -1
+    for start, end in offsets:
+        # a token starts a word when whitespace (or the text start) precedes it, or it is
+        # punctuation; WordPiece continuation pieces ("##ing") touch the previous token.
+        starts.append(prev_end < 0 or start > prev_end or not text[start:end].isalnum())
+        prev_end = end
+    return starts
+
+
+def chunk_paper(paper_id: str, title: str, abstract: str, tokenizer, *, max_tokens: int = 256,
+                overlap: int = 48, special_tokens: int = 2) -> list[Chunk]:
+    """Chunks of one paper; ``title`` and ``abstract`` are already normalised.
+
+    Args:
+        tokenizer: a Hugging Face fast tokenizer (offsets are needed to cut the original text).
+        max_tokens: the embedder's window in tokens, special tokens included.
+        overlap: tokens shared by consecutive windows; must be < the window's abstract budget.
+        special_tokens: tokens the embedder adds around a text ([CLS], [SEP] = 2).
+
+    Returns:
+        Chunks ``<paper_id>#0``, ``#1`` ...; at least one, even for an empty abstract. Each
+        chunk's ``n_tokens`` (special tokens included) is at most ``max_tokens``.
+    Raises:
+        ValueError: when the window leaves no room for the abstract (max_tokens too small).
+    """
+    title_enc = tokenizer(title, add_special_tokens=False, return_offsets_mapping=True)
+    title_ids = title_enc["input_ids"]
+    if len(title_ids) > MAX_TITLE_TOKENS:
+        title = title[: title_enc["offset_mapping"][MAX_TITLE_TOKENS - 1][1]]
+        title_ids = title_ids[:MAX_TITLE_TOKENS]
+    sep = 1 if title else 0
+    budget = max_tokens - special_tokens - len(title_ids) - sep
+    if budget <= overlap:
+        raise ValueError(f"chunk window of {max_tokens} tokens leaves {budget} for the abstract "
+                         f"(overlap {overlap}): raise chunk_tokens or lower chunk_overlap")
+    prefix = f"{title}{SEPARATOR}" if title else ""
+
+    enc = tokenizer(abstract, add_special_tokens=False, return_offsets_mapping=True)
+    offsets = [tuple(o) for o in enc["offset_mapping"]]
+    n = len(offsets)
+    if n == 0:
+        text = title or abstract
+        return [Chunk(f"{paper_id}#0", paper_id, 0, text, len(title_ids) + special_tokens)]
+    starts = _word_starts(offsets, abstract)
+    chunks: list[Chunk] = []
+    begin = 0
+    while True:
+        end = min(begin + budget, n)
+        if end < n:  # cut before a word start so no word is split between windows
+            cut = end
+            while cut > begin + 1 and not starts[cut]:
+                cut -= 1
+            end = cut
+        body = abstract[offsets[begin][0]: offsets[end - 1][1]]
+        chunks.append(Chunk(f"{paper_id}#{len(chunks)}", paper_id, len(chunks), prefix + body,
+                            len(title_ids) + sep + (end - begin) + special_tokens))
+        if end >= n:
+            return chunks
+        nxt = max(end - overlap, begin + 1)
+        while nxt > begin + 1 and not starts[nxt]:
+            nxt -= 1
+        begin = nxt

@@ -1,0 +1,186 @@
+"""Answer a question: retrieve -> prompt within the token budget -> stream -> check citations.
+
+:func:`answer_stream` yields events so the UI can show the sources before the first token and
+stream the rest; :func:`answer` runs it to the end and returns the :class:`Answer`. Backends are
+passed in (STYLE.md 4): tests give a fake embedder and a :class:`ScriptedGenerator`.
+"""
+
+from __future__ import annotations
+
+import time
+import unicodedata
+from dataclasses import dataclass
+from typing import Iterator, Sequence
+
+from index.text import normalise, split_sentences
+from rag import citations as cit
+from rag import prompts
+from rag.conversation import Turn, split_comparison, standalone_question
+from rag.errors import InvalidQuestionError
+from rag.filters import Filters
+from rag.grounding import ground
+from rag.types import Answer, Hit
+
+#: Tokens kept free besides the answer for the chat template's own tokens.
+TEMPLATE_MARGIN = 64
+#: Context windows up to this (tokens) get evidence sentences; larger ones get whole abstracts.
+SMALL_CONTEXT = 4096
+
+
+@dataclass
+class HitsEvent:
+    """Retrieval is done: ``hits`` will be the answer's sources, ``refused`` tells if none fits."""
+
+    standalone_question: str
+    hits: list[Hit]
+    refused: bool
+
+
+@dataclass
+class TokenEvent:
+    """A piece of the answer text as the model produced it (not yet checked)."""
+
+    text: str
+
+
+@dataclass
+class DoneEvent:
+    answer: Answer
+
+
+def check_question(question, max_chars: int = 4000) -> str:
+    """The question cleaned of control characters and surrounding space.
+
+    Raises:
+        InvalidQuestionError: not a string, blank, or longer than ``max_chars`` characters.
+    """
+    if not isinstance(question, str):
+        raise InvalidQuestionError("the question must be text")
+    cleaned = "".join(ch for ch in question if ch in "\n\t" or unicodedata.category(ch)[0] != "C")
+    cleaned = cleaned.strip()
+    if not cleaned:
+        raise InvalidQuestionError("the question is empty: type a question about the papers")
+    if len(cleaned) > max_chars:
+        raise InvalidQuestionError(f"the question is {len(cleaned):,} characters long; the limit "
+                                   f"is {max_chars:,} characters")
+    return cleaned
+
+
+def paper_text(hit: Hit, sentences: int | None) -> str:
+    """What the prompt quotes of a paper: its ``sentences`` best evidence sentences (in abstract
+    order) or, with ``None``, the whole normalised abstract."""
+    abstract = normalise(hit.paper.abstract)
+    if sentences is None or not hit.evidence:
+        return abstract
+    chosen = set(hit.evidence[:sentences])
+    return " ".join(s for s in split_sentences(abstract) if s in chosen) or " ".join(hit.evidence[:sentences])
+
+
+def build_messages(question: str, hits: Sequence[Hit], generator, settings) -> tuple[list[dict], int]:
+    """Chat messages for ``question`` with as many of ``hits`` as fit the model's context window.
+
+    Budget (tokens) = context window - ``max_answer_tokens`` - :data:`TEMPLATE_MARGIN`. Papers are
+    added best first; with a small window (<= :data:`SMALL_CONTEXT` tokens) each paper contributes
+    its evidence sentences, otherwise its whole abstract. A paper that does not fit is shortened
+    to its best sentence, and dropped if even that does not fit; the lowest-ranked go first.
+
+    Returns:
+        (messages, number of papers included). Papers keep their hit numbers [1..n].
+    """
+    budget = generator.context_window - settings.max_answer_tokens - TEMPLATE_MARGIN
+    sentences = settings.evidence_sentences if generator.context_window <= SMALL_CONTEXT else None
+    system = prompts.render("system", max_sentences=5)
+    base = prompts.render("answer", papers="", question=question)
+    used = generator.count_tokens(system) + generator.count_tokens(base)
+    blocks: list[str] = []
+    for n, hit in enumerate(hits, start=1):
+        for variant in (sentences, 1):
+            block = prompts.render("paper", n=n, title=normalise(hit.paper.title),
+                                   text=paper_text(hit, variant))
+            cost = generator.count_tokens(block) + 1
+            if used + cost <= budget:
+                blocks.append(block)
+                used += cost
+                break
+        else:
+            break  # this paper does not fit even shortened; lower-ranked ones are dropped too
+    user = prompts.render("answer", papers="\n\n".join(blocks), question=question)
+    return [{"role": "system", "content": system}, {"role": "user", "content": user}], len(blocks)
+
+
+def retrieve_for(question: str, retriever, settings, *, k: int, filters: Filters | None,
+                 history: list[Turn]) -> tuple[str, list[Hit], bool]:
+    """Standalone question, hits and refusal for one turn (follow-ups and comparisons handled)."""
+    from rag.refusal import is_out_of_corpus
+
+    standalone, about = standalone_question(question, history)
+    sides = split_comparison(standalone)
+    if sides:
+        per_side = [retriever.search(s, k=k, filters=filters, evidence=False).hits for s in sides]
+        merged = retriever.search(standalone, k=k, filters=filters, evidence=False).hits
+        hits: list[Hit] = []
+        for side in per_side:  # each side's best paper first, then the fused list
+            if side and side[0].id not in {h.id for h in hits}:
+                hits.append(side[0])
+        for h in merged + [h for side in per_side for h in side[1:]]:
+            if len(hits) >= k:
+                break
+            if h.id not in {x.id for x in hits}:
+                hits.append(h)
+    else:
+        hits = retriever.search(standalone, k=k, filters=filters, evidence=False).hits
+    if about is not None and (filters is None or filters.matches(about)):
+        hits = [h for h in hits if h.id != about.id]
+        hits.insert(0, Hit(about, hits[0].score if hits else 1.0))
+        hits = hits[:k]
+    refused = about is None and is_out_of_corpus(question, hits, retriever)
+    retriever.attach_evidence(standalone, hits)
+    return standalone, hits, refused
+
+
+def answer_stream(question: str, *, retriever, generator, settings, k: int | None = None,
+                  filters: Filters | None = None, history: list[Turn] | None = None
+                  ) -> Iterator[HitsEvent | TokenEvent | DoneEvent]:
+    """Answer ``question`` as a stream of events: one :class:`HitsEvent`, zero or more
+    :class:`TokenEvent`, one :class:`DoneEvent` with the checked :class:`Answer`.
+
+    Raises:
+        InvalidQuestionError: before any retrieval or model call (see :func:`check_question`).
+    """
+    t0 = time.perf_counter()
+    ms = lambda: (time.perf_counter() - t0) * 1000  # noqa: E731
+    question = check_question(question, settings.max_question_chars)
+    k = k or settings.k
+    standalone, hits, refused = retrieve_for(question, retriever, settings, k=k, filters=filters,
+                                             history=history or [])
+    timings = {"retrieve": ms()}
+    yield HitsEvent(standalone, hits, refused)
+    if refused or not hits:
+        timings["first_token"] = timings["total"] = ms()
+        yield DoneEvent(Answer(question, standalone, cit.REFUSAL, [], hits, refused=True,
+                               timings_ms=timings))
+        return
+    messages, used = build_messages(standalone, hits, generator, settings)
+    pieces: list[str] = []
+    for piece in generator.stream(messages, max_tokens=settings.max_answer_tokens,
+                                  temperature=settings.temperature):
+        if not pieces:
+            timings["first_token"] = ms()
+        pieces.append(piece)
+        yield TokenEvent(piece)
+    timings.setdefault("first_token", ms())
+    grounded = ground("".join(pieces), hits[:used] if used else hits, retriever.embedder,
+                      threshold=settings.support_threshold)
+    timings["total"] = ms()
+    yield DoneEvent(Answer(question, standalone, grounded.text, grounded.citations, hits,
+                           sentences=grounded.sentences, timings_ms=timings))
+
+
+def answer(question: str, **kwargs) -> Answer:
+    """Run :func:`answer_stream` to the end and return its :class:`Answer`."""
+    result = None
+    for event in answer_stream(question, **kwargs):
+        if isinstance(event, DoneEvent):
+            result = event.answer
+    assert result is not None
+    return result

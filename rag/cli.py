@@ -1,0 +1,200 @@
+"""The ``paperchat`` command (also ``python -m rag``): index, ask, serve, eval, bench.
+
+Expected failures (:class:`rag.errors.PaperchatError`) print one line ``paperchat: error: ...``
+and exit 2; no traceback. Heavy libraries are imported inside the commands, so ``--help`` is fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+
+def _settings(args) -> "Settings":  # noqa: F821
+    from rag.settings import Settings
+
+    overrides = {}
+    if getattr(args, "index", None):
+        overrides["index"] = args.index
+    if getattr(args, "model", None):
+        overrides["model"] = Path(args.model)
+    if getattr(args, "k", None):
+        overrides["k"] = args.k
+    if getattr(args, "chroma_url", None):
+        overrides["chroma_url"] = args.chroma_url
+    if getattr(args, "llm_url", None):
+        overrides["llm_url"] = args.llm_url
+    return Settings(**overrides)
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="paperchat", description="Chat with a conference's paper "
+                                "abstracts, locally, with cited papers.")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    ix = sub.add_parser("index", help="build or update an index from a paper list")
+    ix.add_argument("path", help="paper list: JSONL, Paper Copilot JSON, OpenReview v2 JSON or CSV")
+    ix.add_argument("--name", default=None, help="index name (default: 'default')")
+    ix.add_argument("--format", default="auto", dest="fmt",
+                    choices=["auto", "jsonl", "papercopilot", "openreview", "csv"])
+    ix.add_argument("--prune", action="store_true", help="remove papers no longer in the list")
+    ix.add_argument("--rebuild", action="store_true", help="delete the index first")
+    ix.add_argument("--quiet", action="store_true", help="no progress bar, only the summary")
+    ix.add_argument("--chroma-url", default=None, help="Chroma server (else embedded)")
+
+    ask = sub.add_parser("ask", help="ask one question")
+    ask.add_argument("question")
+    ask.add_argument("--index", default=None)
+    ask.add_argument("--k", type=int, default=None, help="papers retrieved (default 5)")
+    ask.add_argument("--filter", action="append", default=[], metavar="FIELD=VALUE",
+                     help="status=Oral, primary_area=..., keyword=..., year=..., venue=...")
+    ask.add_argument("--model", default=None, help="GGUF file (default: bundled SmolLM2-135M)")
+    ask.add_argument("--llm-url", default=None, help="OpenAI-compatible server …/v1")
+    ask.add_argument("--chroma-url", default=None)
+    ask.add_argument("--json", action="store_true", help="print one JSON object")
+
+    sv = sub.add_parser("serve", help="serve the chat UI")
+    sv.add_argument("--index", default=None)
+    sv.add_argument("--host", default="127.0.0.1")
+    sv.add_argument("--port", type=int, default=7860)
+    sv.add_argument("--model", default=None)
+    sv.add_argument("--llm-url", default=None)
+    sv.add_argument("--chroma-url", default=None)
+    sv.add_argument("--auth", default=None, help="user:pass (or a file holding it)")
+
+    ev = sub.add_parser("eval", help="retrieval metrics on a query file")
+    ev.add_argument("queries")
+    ev.add_argument("--index", default=None)
+    ev.add_argument("--json", action="store_true")
+
+    bn = sub.add_parser("bench", help="benchmarks that print figures")
+    bn.add_argument("what", choices=["index", "query", "answer"])
+    bn.add_argument("--json", action="store_true")
+    bn.add_argument("--index", default=None)
+    return p
+
+
+def cmd_index(args) -> int:
+    from index.build import build_index, delete_index
+    from rag.embedder import make_embedder
+
+    settings = _settings(args)
+    name = args.name or settings.index
+    if args.rebuild:
+        delete_index(settings, name)
+    log = (lambda m: None) if args.quiet else (lambda m: print(m, file=sys.stderr))
+    summary = build_index(args.path, settings=settings, embedder=make_embedder(settings), name=name,
+                          fmt=args.fmt, prune=args.prune, progress=not args.quiet, log=log)
+    if args.quiet and summary.problems:
+        print(f"{len(summary.problems)} problem records (run without --quiet to list them)",
+              file=sys.stderr)
+    print(summary.line())
+    return 0
+
+
+def answer_json(ans) -> dict:
+    """The ``paperchat ask --json`` object (DESIGN.md contract)."""
+    return {
+        "question": ans.question,
+        "standalone_question": ans.standalone_question,
+        "answer": ans.text,
+        "refused": ans.refused,
+        "citations": [{"n": c.n, "id": c.paper.id, "title": c.paper.title,
+                       "url": c.paper.openreview_url, "supported": c.supported,
+                       "support": float(c.support)} for c in ans.citations],
+        "hits": [{"id": h.id, "title": h.paper.title, "score": float(h.score),
+                  "status": h.paper.status, "primary_area": h.paper.primary_area,
+                  "url": h.paper.openreview_url, "evidence": list(h.evidence)} for h in ans.hits],
+        "timings_ms": {k: round(float(ans.timings_ms.get(k, 0.0)), 1)
+                       for k in ("retrieve", "first_token", "total")},
+    }
+
+
+def format_answer(ans) -> str:
+    """Terminal rendering after streaming: unsupported sentences marked, then the references."""
+    lines = []
+    if any(not s.supported for s in ans.sentences):
+        lines.append("")
+        lines.append("Checked answer (sentences marked (?) are not supported by a cited abstract):")
+        lines.append(" ".join(s.text if s.supported else f"(?) {s.text}" for s in ans.sentences))
+    lines.append("")
+    if ans.refused:
+        lines.append("Nearest papers (none answers the question):")
+        refs = [(n, h.paper) for n, h in enumerate(ans.hits, 1)]
+    else:
+        lines.append("References:")
+        refs = [(c.n, c.paper) for c in ans.citations] or [(n, h.paper) for n, h in enumerate(ans.hits, 1)]
+    for n, paper in refs:
+        lines.append(f"[{n}] {paper.title}. {paper.venue or ''} {paper.status}. {paper.openreview_url}")
+    return "\n".join(lines)
+
+
+def cmd_ask(args) -> int:
+    from rag.answer import DoneEvent, HitsEvent, TokenEvent, answer_stream, check_question
+    from rag.filters import Filters
+    from rag.pipeline import Pipeline
+
+    settings = _settings(args)
+    question = check_question(args.question, settings.max_question_chars)
+    filters = Filters.parse(args.filter)
+    pipe = Pipeline(settings)
+    generator = pipe.generator  # validates --model before any retrieval work
+    final = None
+    for ev in answer_stream(question, retriever=pipe.retriever, generator=generator,
+                            settings=settings, filters=filters):
+        if isinstance(ev, HitsEvent) and not args.json and ev.standalone_question != question:
+            print(f"(searching for: {ev.standalone_question})", file=sys.stderr)
+        elif isinstance(ev, TokenEvent) and not args.json:
+            print(ev.text, end="", flush=True)
+        elif isinstance(ev, DoneEvent):
+            final = ev.answer
+    if args.json:
+        print(json.dumps(answer_json(final), ensure_ascii=False, indent=2))
+    else:
+        if final.refused:
+            print(final.text)
+        print(format_answer(final))
+    return 0
+
+
+def cmd_serve(args) -> int:
+    from ui.app import serve
+
+    return serve(_settings(args), host=args.host, port=args.port, auth=args.auth)
+
+
+def cmd_eval(args) -> int:
+    from rag.evaluate import format_report, run_eval
+
+    settings = _settings(args)
+    report = run_eval(args.queries, settings)
+    print(json.dumps(report, indent=2) if args.json else format_report(report))
+    return 0
+
+
+def cmd_bench(args) -> int:
+    from rag import bench
+
+    settings = _settings(args)
+    result = getattr(bench, f"bench_{args.what}")(settings)
+    print(json.dumps(result, indent=2) if args.json else bench.format_result(result))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    from rag import offline
+    from rag.errors import PaperchatError
+
+    offline.enforce()
+    args = _parser().parse_args(argv)
+    try:
+        return {"index": cmd_index, "ask": cmd_ask, "serve": cmd_serve, "eval": cmd_eval,
+                "bench": cmd_bench}[args.command](args)
+    except PaperchatError as exc:
+        print(f"paperchat: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("paperchat: interrupted", file=sys.stderr)
+        return 130

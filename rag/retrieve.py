@@ -1,0 +1,182 @@
+"""Hybrid retrieval: dense chunks (Chroma) + BM25 papers -> fusion -> per-paper scores -> filters.
+
+Dense side: the question's embedding against every chunk; a paper's dense score is the cosine
+similarity of its best chunk. Lexical side: BM25 over each paper's title, keywords and abstract.
+Fusion: weighted reciprocal rank fusion (Cormack, Clarke & Büttcher 2009,
+``sum_i w_i / (k + rank_i)``) of the two paper rankings. Filters are applied inside both searches
+(Chroma ``where`` and a mask on the BM25 scores), so ``k`` results come back whenever ``k`` papers
+match. Chunks of one paper are merged before ranking, so one paper never takes several places.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from index import manifest
+from index.build import index_exists, open_store
+from index.catalog import Catalog
+from index.text import normalise, split_sentences
+from rag.errors import IndexNotFoundError
+from rag.filters import Filters
+from rag.lexical import LexicalIndex, query_terms
+from rag.types import Hit, Paper
+
+
+@dataclass
+class Ranking:
+    """Paper ids best first with their scores (one retrieval channel)."""
+
+    ids: list[str]
+    scores: list[float]
+
+    def rank_of(self) -> dict[str, int]:
+        return {pid: r for r, pid in enumerate(self.ids, start=1)}
+
+
+@dataclass
+class Retrieval:
+    """Result of :meth:`Retriever.search`: hits best first, per-channel rankings and timing."""
+
+    hits: list[Hit]
+    dense: Ranking
+    lexical: Ranking
+    ms: float = 0.0
+    meta: dict = field(default_factory=dict)
+
+
+def rrf(rankings: list[Ranking], weights: list[float], k: float = 60.0) -> dict[str, float]:
+    """Weighted reciprocal rank fusion: ``score(d) = sum_i w_i / (k + rank_i(d))`` (ranks from 1;
+    papers absent from a ranking get nothing from it). Cormack et al., SIGIR 2009, with k=60."""
+    fused: dict[str, float] = {}
+    for ranking, w in zip(rankings, weights):
+        for r, pid in enumerate(ranking.ids, start=1):
+            fused[pid] = fused.get(pid, 0.0) + w / (k + r)
+    return fused
+
+
+class Retriever:
+    """Searches one index. Build with :meth:`open`; thread-safe for concurrent searches.
+
+    Args:
+        store: the index's :class:`rag.store.ChromaStore`.
+        lexical: its :class:`rag.lexical.LexicalIndex`.
+        papers: every indexed paper by id.
+        embedder: the same embedder the index was built with (checked by :meth:`open`).
+    """
+
+    def __init__(self, store, lexical: LexicalIndex, papers: dict[str, Paper], embedder, settings,
+                 name: str = "default"):
+        self.store = store
+        self.lexical = lexical
+        self.papers = papers
+        self.embedder = embedder
+        self.settings = settings
+        self.name = name
+        self._paper_rows = np.array([pid in papers for pid in lexical.ids])
+
+    @classmethod
+    def open(cls, settings, embedder, name: str | None = None) -> "Retriever":
+        """Open index ``name`` (default ``settings.index``).
+
+        Raises:
+            IndexNotFoundError: no such index; the message gives the command that builds it.
+            IndexMismatchError: the index was built with other embedding/chunking settings.
+        """
+        name = name or settings.index
+        index_dir = settings.index_dir(name)
+        if not index_exists(settings, name):
+            raise IndexNotFoundError(f"no index named {name!r} under {settings.home}; build it "
+                                     f"with: paperchat index PATH --name {name}")
+        recorded = manifest.read(index_dir) or {}
+        manifest.check(recorded, manifest.build_keys(settings, embedder.dim), name)
+        store = open_store(index_dir, settings, name, create=False)
+        lexical = LexicalIndex.load(index_dir / "bm25")
+        papers = {p.id: p for p, _ in Catalog(index_dir / "papers.sqlite").papers()}
+        return cls(store, lexical, papers, embedder, settings, name)
+
+    def __len__(self) -> int:
+        return len(self.papers)
+
+    # -- channels ------------------------------------------------------------------------------------
+    def _allowed(self, filters: Filters | None) -> set[str] | None:
+        if not filters:
+            return None
+        return {pid for pid, p in self.papers.items() if filters.matches(p)}
+
+    def dense(self, query_vec: np.ndarray, filters: Filters | None = None,
+              allowed: set[str] | None = None, n_chunks: int | None = None) -> Ranking:
+        """Papers ranked by their best chunk's cosine similarity to ``query_vec`` (shape (dim,))."""
+        where = filters.where(allowed) if filters else None
+        matches = self.store.query(query_vec, n_chunks or self.settings.dense_candidates, where)
+        best: dict[str, float] = {}
+        for m in matches:
+            if m.paper_id in self.papers and m.similarity > best.get(m.paper_id, -2.0):
+                best[m.paper_id] = m.similarity
+        ids = sorted(best, key=best.get, reverse=True)
+        return Ranking(ids, [best[i] for i in ids])
+
+    def bm25(self, question: str, allowed: set[str] | None = None,
+             n: int | None = None) -> Ranking:
+        """Papers ranked by BM25 (only those with a positive score)."""
+        scores = self.lexical.scores(normalise(question))
+        if allowed is not None:
+            mask = np.array([pid in allowed for pid in self.lexical.ids])
+            scores = np.where(mask, scores, 0.0)
+        n = n or self.settings.lexical_candidates
+        top = np.argsort(-scores)[:n]
+        ids = [self.lexical.ids[i] for i in top if scores[i] > 0]
+        return Ranking(ids, [float(scores[self.lexical.row[i]]) for i in ids])
+
+    # -- the hybrid search ------------------------------------------------------------------------
+    def search(self, question: str, k: int | None = None, filters: Filters | None = None,
+               evidence: bool = True) -> Retrieval:
+        """Top-``k`` papers for ``question``, best first, as :class:`Hit`s.
+
+        ``Hit.score`` is the fused score (higher is better, not comparable across questions);
+        ``Hit.dense`` the best chunk's cosine similarity, ``Hit.lexical`` the BM25 score.
+        """
+        t0 = time.perf_counter()
+        k = k or self.settings.k
+        allowed = self._allowed(filters)
+        qvec = self.embedder.embed([normalise(question)])[0]
+        dense = self.dense(qvec, filters, allowed)
+        lexical = self.bm25(question, allowed)
+        fused = rrf([dense, lexical], [1.0, 1.0], self.settings.rrf_k)
+        order = sorted(fused, key=lambda pid: fused[pid], reverse=True)[:k]
+        d = dict(zip(dense.ids, dense.scores))
+        lx = dict(zip(lexical.ids, lexical.scores))
+        hits = [Hit(self.papers[pid], fused[pid], d.get(pid, 0.0), lx.get(pid, 0.0)) for pid in order]
+        if evidence:
+            self.attach_evidence(question, hits, qvec)
+        return Retrieval(hits, dense, lexical, (time.perf_counter() - t0) * 1000)
+
+    def attach_evidence(self, question: str, hits: list[Hit], qvec: np.ndarray | None = None,
+                        n: int = 3) -> None:
+        """Fill ``hit.evidence`` with the ``n`` abstract sentences most similar to the question
+        (cosine similarity of sentence embeddings, ties broken by BM25-term overlap), in
+        abstract order so they read naturally."""
+        if not hits:
+            return
+        if qvec is None:
+            qvec = self.embedder.embed([normalise(question)])[0]
+        sents = [split_sentences(normalise(h.paper.abstract)) or [normalise(h.paper.abstract)]
+                 for h in hits]
+        flat = [s for ss in sents for s in ss]
+        vecs = self.embedder.embed(flat)
+        qterms = set(query_terms(question))
+        i = 0
+        for hit, ss in zip(hits, sents):
+            sims = vecs[i:i + len(ss)] @ qvec
+            overlap = [len(qterms & set(query_terms(s))) / (1 + len(qterms)) for s in ss]
+            score = [float(a) + 0.1 * b for a, b in zip(sims, overlap)]
+            best = sorted(range(len(ss)), key=lambda j: score[j], reverse=True)[:n]
+            hit.evidence = [ss[j] for j in sorted(best)] if len(best) > 1 else [ss[j] for j in best]
+            # keep the very best first: the card shows evidence[0]
+            top = max(best, key=lambda j: score[j])
+            hit.evidence.remove(ss[top])
+            hit.evidence.insert(0, ss[top])
+            i += len(ss)

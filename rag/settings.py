@@ -1,0 +1,78 @@
+"""The one settings object (STYLE.md 5).
+
+Every field can be set from the environment with the ``PAPERCHAT_`` prefix (``PAPERCHAT_HOME``,
+``PAPERCHAT_MODEL``, ``PAPERCHAT_K`` ...). The CLI and the UI build one :class:`Settings` and pass
+it down; tests build their own pointing ``home`` at ``tmp_path``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+#: Index built from the bundled corpus on first use.
+DEFAULT_INDEX = "default"
+
+#: The bundled corpus: 19 accepted ICLR 2026 papers (the owner's list).
+SEED_CORPUS = Path(__file__).resolve().parent.parent / "data" / "seed_papers.jsonl"
+
+#: The prompt templates (STYLE.md 6).
+PROMPTS_DIR = Path(__file__).resolve().parent.parent / "prompts"
+
+
+def _default_home() -> Path:
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "paperchat"
+
+
+class Settings(BaseSettings):
+    """Everything that can be tuned, with units. Unknown ``PAPERCHAT_*`` keys are ignored,
+    unknown keyword arguments are an error (``extra="forbid"``)."""
+
+    model_config = SettingsConfigDict(env_prefix="PAPERCHAT_", extra="forbid")
+
+    home: Path = Field(default_factory=_default_home,
+                       description="Directory holding the indexes (one sub-directory each).")
+    index: str = Field(DEFAULT_INDEX, description="Name of the index to query.")
+
+    # --- embedding and chunking -------------------------------------------------------------
+    embedder: str = Field("all-MiniLM-L6-v2", description="Embedding model id (bundled).")
+    embed_backend: str = Field(
+        "torch",
+        description="How the embedder runs: 'torch' (sentence-transformers fp32) or 'onnx-int8' "
+        "(the same model exported once to ONNX and dynamically quantised; see rag.embedder).")
+    embed_batch_size: int = Field(32, description="Texts per embedding batch.")
+    chunk_tokens: int = Field(256, description="Chunk window in embedder tokens, special tokens "
+                              "included; all-MiniLM-L6-v2 reads at most 256.")
+    chunk_overlap: int = Field(48, description="Tokens shared by consecutive chunks of a paper.")
+
+    # --- retrieval -----------------------------------------------------------------------------
+    k: int = Field(5, ge=1, le=50, description="Papers returned to the model and shown as cards.")
+    dense_candidates: int = Field(200, description="Chunks fetched from Chroma per query.")
+    lexical_candidates: int = Field(200, description="Papers kept from BM25 per query.")
+    rrf_k: float = Field(60.0, description="Reciprocal rank fusion constant (Cormack et al. 2009).")
+    max_question_chars: int = Field(4000, description="Longest question accepted, in chars.")
+
+    # --- generation ----------------------------------------------------------------------------
+    model: Path | None = Field(None, description="GGUF file for llama-cpp; default the bundled "
+                               "SmolLM2-135M-Instruct.")
+    llm_url: str | None = Field(None, description="OpenAI-compatible server base URL (…/v1).")
+    chroma_url: str | None = Field(None, description="Chroma server URL (http://host:port).")
+    n_ctx: int = Field(2048, description="Context window given to llama-cpp, in tokens.")
+    n_threads: int = Field(2, description="CPU threads for llama-cpp.")
+    max_answer_tokens: int = Field(256, description="Most tokens generated per answer.")
+    temperature: float = Field(0.0, description="Sampling temperature (0 = greedy).")
+    evidence_sentences: int = Field(3, description="Abstract sentences per paper in the prompt "
+                                    "when the context window is small.")
+
+    # --- grounding ------------------------------------------------------------------------------
+    support_threshold: float = Field(
+        0.5, description="Grounding score at or above which a sentence counts as supported by a "
+        "cited abstract (see rag.grounding for how the score is made and calibrated).")
+
+    def index_dir(self, name: str | None = None) -> Path:
+        """Directory of index ``name`` (default :attr:`index`) under :attr:`home`."""
+        return Path(self.home) / "indexes" / (name or self.index)

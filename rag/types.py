@@ -1,0 +1,122 @@
+"""The records that flow through paperchat: papers, chunks, hits, citations and answers.
+
+All are plain dataclasses (STYLE.md 10): no behaviour beyond small helpers, safe to pickle and to
+turn into JSON with :func:`dataclasses.asdict`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Paper:
+    """One paper of a conference list, as loaded from any supported format.
+
+    ``title`` and ``abstract`` are kept exactly as supplied (LaTeX, markdown and all) for display;
+    :mod:`index.text` derives the normalised text used for embedding and BM25.
+    ``year`` is an int or None; list fields are never None (empty list instead).
+    """
+
+    id: str
+    title: str
+    abstract: str
+    authors: list[str] = field(default_factory=list)
+    keywords: list[str] = field(default_factory=list)
+    primary_area: str = ""
+    status: str = ""
+    venue: str = ""
+    year: int | None = None
+    url: str = ""
+    tldr: str = ""
+
+    @property
+    def openreview_url(self) -> str:
+        """The paper's URL, falling back to the OpenReview forum URL built from its id."""
+        return self.url or f"https://openreview.net/forum?id={self.id}"
+
+
+@dataclass
+class Chunk:
+    """A window of a paper's text as embedded and stored in Chroma.
+
+    ``id`` is ``"<paper id>#<n>"`` with ``n`` counting from 0, so re-indexing gives the same ids.
+    ``text`` is the normalised title followed by the window of the normalised abstract.
+    ``n_tokens`` counts the embedder's tokenizer tokens of ``text`` including special tokens and is
+    at most the embedder's window (256 for all-MiniLM-L6-v2).
+    """
+
+    id: str
+    paper_id: str
+    n: int
+    text: str
+    n_tokens: int
+
+
+@dataclass
+class Hit:
+    """A retrieved paper, rank 1 first.
+
+    ``score`` is the fused retrieval score (higher is better; see :mod:`rag.retrieve` for how it is
+    made); ``dense`` is the best cosine similarity of any of the paper's chunks to the question
+    (in [-1, 1]) and ``lexical`` its BM25 score (>= 0, unnormalised). ``evidence`` holds the
+    abstract's sentences that best match the question, best first.
+    """
+
+    paper: Paper
+    score: float
+    dense: float = 0.0
+    lexical: float = 0.0
+    evidence: list[str] = field(default_factory=list)
+
+    @property
+    def id(self) -> str:
+        return self.paper.id
+
+
+@dataclass
+class Citation:
+    """A ``[n]`` marker in an answer that points at hit number ``n`` (1-based) of the answer's hits.
+
+    ``support`` is the grounding score of the sentences citing it (see :mod:`rag.grounding`,
+    in [0, 1], higher is better); ``supported`` is ``support >= settings.support_threshold``.
+    ``evidence`` is the abstract sentence that supports the claim best.
+    """
+
+    n: int
+    paper: Paper
+    supported: bool = True
+    support: float = 1.0
+    evidence: str = ""
+
+
+@dataclass
+class AnswerSentence:
+    """One sentence of the answer with the hit numbers it cites after checking (may be empty)."""
+
+    text: str
+    citations: list[int] = field(default_factory=list)
+    supported: bool = True
+    support: float = 0.0
+    auto_cited: bool = False
+
+
+@dataclass
+class Answer:
+    """The result of one question: answer text with ``[n]`` markers, citations, hits and timings.
+
+    ``text`` contains only valid markers (each ``[n]`` with 1 <= n <= len(hits)).
+    ``timings_ms`` has ``retrieve``, ``first_token`` and ``total`` in milliseconds from the start of
+    the call. ``refused`` is True when retrieval found nothing relevant enough (see
+    :mod:`rag.retrieve`); ``text`` then says so and ``hits`` still lists the nearest papers.
+    """
+
+    question: str
+    standalone_question: str
+    text: str
+    citations: list[Citation]
+    hits: list[Hit]
+    refused: bool = False
+    sentences: list[AnswerSentence] = field(default_factory=list)
+    comparison: list[list[str]] | None = None
+    timings_ms: dict[str, float] = field(default_factory=dict)
