@@ -109,7 +109,7 @@ def build_messages(question: str, hits: Sequence[Hit], generator, settings) -> t
 
 
 def retrieve_for(question: str, retriever, settings, *, k: int, filters: Filters | None,
-                 history: list[Turn]) -> tuple[str, list[Hit], bool]:
+                 history: list[Turn], evidence: bool = True) -> tuple[str, list[Hit], bool]:
     """Standalone question, hits and refusal for one turn (follow-ups and comparisons handled)."""
     from rag.refusal import is_out_of_corpus
 
@@ -134,7 +134,8 @@ def retrieve_for(question: str, retriever, settings, *, k: int, filters: Filters
         hits.insert(0, Hit(about, hits[0].score if hits else 1.0))
         hits = hits[:k]
     refused = about is None and is_out_of_corpus(question, hits, retriever)
-    retriever.attach_evidence(standalone, hits)
+    if evidence:
+        retriever.attach_evidence(standalone, hits)
     return standalone, hits, refused
 
 

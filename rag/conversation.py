@@ -16,8 +16,10 @@ from dataclasses import dataclass, field
 from rag.types import Paper
 
 _ANAPHORA = re.compile(
-    r"\b(it|its|it's|they|them|their|theirs|this|that|these|those|the (?:paper|method|model|"
-    r"approach|authors|work|framework|algorithm|system|benchmark|dataset)|the same|he|she)\b", re.I)
+    r"\b(?:it|its|it's|they|them|their|theirs|he|she|the same"
+    r"|(?:this|that|these|those|the|both|either) (?:paper|papers|method|methods|model|models|approach|"
+    r"authors|work|works|framework|algorithm|system|technique|one|ones|study|result|results|"
+    r"benchmark|dataset))\b", re.I)
 _TOPIC_WORDS = re.compile(r"[A-Za-z][A-Za-z0-9-]{3,}")
 _STOP = set("""what which when where does did do done have has had been being their there they them
 this that these those with from into about than then also only some such more most much many how

@@ -63,10 +63,15 @@ class SentenceTransformerEmbedder:
         if self._model is None:
             with self._lock:
                 if self._model is None:
+                    import transformers
                     from sentence_transformers import SentenceTransformer
 
+                    transformers.logging.set_verbosity_error()
+                    transformers.logging.disable_progress_bar()
                     model = SentenceTransformer(self.model_dir, device="cpu", local_files_only=True)
-                    self.dim = int(model.get_sentence_embedding_dimension())
+                    get_dim = getattr(model, "get_embedding_dimension", None) or \
+                        model.get_sentence_embedding_dimension
+                    self.dim = int(get_dim())
                     self.max_tokens = int(model.max_seq_length)
                     self._model = model
         return self._model

@@ -18,6 +18,8 @@ OFFLINE_ENV = {
     "ANONYMIZED_TELEMETRY": "False",  # chromadb's posthog telemetry
     "GRADIO_ANALYTICS_ENABLED": "False",
     "TOKENIZERS_PARALLELISM": "false",
+    "HF_HUB_DISABLE_PROGRESS_BARS": "1",
+    "TRANSFORMERS_VERBOSITY": "error",
 }
 
 

@@ -17,3 +17,12 @@ def is_out_of_corpus(question: str, hits: list[Hit], retriever) -> bool:
     if not hits:
         return True
     return max(h.dense for h in hits) < MIN_DENSE
+
+
+#: Baseline refusal thresholds (top BM25 score, top cosine) for ``paperchat eval``'s baselines.
+BASELINE_MIN = {"bm25": 5.0, "dense": MIN_DENSE}
+
+
+def baseline_refuses(system: str, scores: list[float]) -> bool:
+    """Refusal rule of a single-channel baseline: its best score under BASELINE_MIN[system]."""
+    return not scores or scores[0] < BASELINE_MIN[system]

@@ -1,0 +1,122 @@
+"""``paperchat eval``: retrieval quality on a query file, ours against two baselines in one run.
+
+Query lines: ``{"qid", "type", "question", "gold": [ids], "turns": null | [str]}`` with types
+specific, seed, comparative, followup, out_of_corpus (DESIGN.md). Metrics per type, over the
+top 10 papers returned:
+
+* recall@k: share of a query's gold papers in the top k, averaged over queries;
+* MRR: mean of 1 / rank of the first gold paper (0 when none is in the top 10);
+* all_gold@10: share of queries whose every gold paper is in the top 10;
+* refusal: share of out_of_corpus queries refused, and share of in-corpus queries refused.
+
+Follow-ups are run as conversations: the first turn is retrieved, its hits become the history of
+the last turn. Baselines: ``bm25`` (BM25 alone) and ``dense`` (best chunk's cosine alone); their
+follow-ups get the previous turn's text prepended, and they refuse when their top score is under
+the same kind of threshold as ours (see rag.refusal).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from statistics import mean
+
+from rag.conversation import Turn
+from rag.errors import PaperchatError
+
+K = 10
+TYPES = ("specific", "seed", "comparative", "followup", "out_of_corpus")
+
+
+def load_queries(path: str | Path) -> list[dict]:
+    """Read a query file. Raises PaperchatError naming the line of a malformed query."""
+    rows = []
+    for i, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            q = json.loads(line)
+            assert isinstance(q["question"], str) and isinstance(q.get("gold", []), list)
+            q.setdefault("type", "specific")
+            rows.append(q)
+        except (ValueError, KeyError, AssertionError):
+            raise PaperchatError(f"{path}: line {i}: not a query object with 'question' and 'gold'") from None
+    return rows
+
+
+def _metrics(ranked: list[str], gold: list[str]) -> dict[str, float]:
+    ranked = ranked[:K]
+    g = set(gold)
+    out = {f"recall@{k}": len(g & set(ranked[:k])) / len(g) for k in (1, 5, 10)}
+    first = next((r for r, pid in enumerate(ranked, 1) if pid in g), None)
+    out["mrr"] = 1.0 / first if first else 0.0
+    out["all_gold@10"] = float(g <= set(ranked))
+    return out
+
+
+def _summarise(per_query: list[tuple[dict, list[str], bool]]) -> dict:
+    by_type: dict[str, dict] = {}
+    for t in TYPES[:-1]:
+        rows = [(q, r) for q, r, _ in per_query if q["type"] == t and q.get("gold")]
+        if not rows:
+            continue
+        ms = [_metrics(r, q["gold"]) for q, r in rows]
+        by_type[t] = {"n": len(rows), **{k: round(mean(m[k] for m in ms), 4) for k in ms[0]}}
+    ooc = [refused for q, _, refused in per_query if q["type"] == "out_of_corpus"]
+    inc = [refused for q, _, refused in per_query if q["type"] != "out_of_corpus"]
+    refusal = {"out_of_corpus_refused": round(mean(ooc), 4) if ooc else 0.0,
+               "in_corpus_refused": round(mean(inc), 4) if inc else 0.0}
+    return {"by_type": by_type, "refusal": refusal}
+
+
+def run_queries(queries: list[dict], retriever, settings) -> dict:
+    """Ours and both baselines over ``queries``; returns the DESIGN.md eval object."""
+    from rag.answer import retrieve_for
+    from rag.refusal import baseline_refuses
+
+    ours, bm25, dense = [], [], []
+    for q in queries:
+        turns = q.get("turns") or [q["question"]]
+        history: list[Turn] = []
+        for turn in turns[:-1]:
+            standalone, hits, _ = retrieve_for(turn, retriever, settings, k=K, filters=None,
+                                               history=history, evidence=False)
+            history.append(Turn(turn, standalone, [h.paper for h in hits]))
+        _, hits, refused = retrieve_for(turns[-1], retriever, settings, k=K, filters=None,
+                                        history=history, evidence=False)
+        ours.append((q, [h.id for h in hits], refused))
+        text = " ".join(turns)
+        lex = retriever.bm25(text, n=K)
+        bm25.append((q, lex.ids, baseline_refuses("bm25", lex.scores)))
+        from index.text import normalise
+
+        den = retriever.dense(retriever.embedder.embed([normalise(text)])[0])
+        dense.append((q, den.ids[:K], baseline_refuses("dense", den.scores)))
+    report = {"n": len(queries), **_summarise(ours)}
+    report["baselines"] = {"bm25": _summarise(bm25), "dense": _summarise(dense)}
+    return report
+
+
+def run_eval(path: str | Path, settings) -> dict:
+    """Open the index named by ``settings`` and evaluate the query file at ``path``."""
+    from rag.pipeline import Pipeline
+
+    queries = load_queries(path)
+    pipe = Pipeline(settings)
+    return run_queries(queries, pipe.retriever, settings)
+
+
+def format_report(report: dict) -> str:
+    """A plain-text table: one line per system and query type."""
+    lines = [f"{report['n']} queries"]
+    head = f"{'system':8} {'type':12} {'n':>3} {'r@1':>6} {'r@5':>6} {'r@10':>6} {'mrr':>6} {'all@10':>6}"
+    lines.append(head)
+    systems = [("ours", report)] + list(report["baselines"].items())
+    for name, rep in systems:
+        for t, m in rep["by_type"].items():
+            lines.append(f"{name:8} {t:12} {m['n']:>3} {m['recall@1']:>6.3f} {m['recall@5']:>6.3f} "
+                         f"{m['recall@10']:>6.3f} {m['mrr']:>6.3f} {m['all_gold@10']:>6.3f}")
+        r = rep["refusal"]
+        lines.append(f"{name:8} refusal: out_of_corpus {r['out_of_corpus_refused']:.3f}, "
+                     f"in_corpus {r['in_corpus_refused']:.3f}")
+    return "\n".join(lines)

@@ -1,0 +1,219 @@
+"""Export what a conversation found: BibTeX, a plain-text reference list, and Markdown.
+
+BibTeX is written with bibtexparser 2 (its default writer adds the outer braces) so that the
+output always parses back: one ``@inproceedings`` entry per paper (``@misc`` when the venue is
+unknown) with ``title``, ``author`` (when known), ``year``, ``booktitle`` (the venue) and
+``url``. Keys are ``<first author's surname or first title word><year><title word>``, ASCII and
+lower case, made unique with ``a``, ``b`` ... suffixes.
+
+Titles keep their LaTeX (``$\\ell_1$`` stays math); outside math, the characters LaTeX treats
+specially (``& % # _``) are escaped, and a title whose braces do not balance has them escaped
+too, so a hostile or sloppy title can never break the ``.bib`` file. The title is wrapped in one
+extra pair of braces so bibliography styles keep its capitalisation.
+
+Functions take :class:`rag.types.Paper` and :class:`rag.types.Answer` records and return text;
+nothing here touches the disk or the UI.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from typing import Iterable, Sequence
+
+from rag.types import Answer, Paper
+
+#: Words skipped when a key takes a word from the title.
+_KEY_STOP = {"a", "an", "the", "on", "of", "for", "in", "to", "and", "via", "with", "from", "by",
+             "towards", "toward", "is", "are", "at", "as", "do", "does", "when", "what", "how",
+             "why", "can"}
+_MATH = re.compile(r"(\$\$.+?\$\$|\$[^$]+\$)", re.S)
+_SPECIAL = re.compile(r"(?<!\\)([&%#_])")
+
+
+def _ascii_words(text: str) -> list[str]:
+    folded = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
+    folded = re.sub(r"\$[^$]*\$|\\[A-Za-z]+", " ", folded)  # math and LaTeX commands
+    return [w.lower() for w in re.findall(r"[A-Za-z0-9]+", folded)]
+
+
+def _surname(author: str) -> str:
+    """The family name of ``"First Last"`` or ``"Last, First"`` (ASCII-folded, lower case)."""
+    author = author.strip()
+    name = author.split(",")[0] if "," in author else (author.split() or [""])[-1]
+    words = _ascii_words(name)
+    return words[-1] if words else ""
+
+
+def bibtex_key(paper: Paper, taken: set[str] | None = None) -> str:
+    """A citation key for ``paper``, unique among ``taken`` (which it is added to).
+
+    ``"Jane Doe", 2026, "Refining Hybrid Genetic Search"`` -> ``doe2026refining``; without authors
+    the first title word leads: ``refining2026hybrid``.
+    """
+    words = [w for w in _ascii_words(paper.title)
+             if w not in _KEY_STOP and re.search("[a-z]", w)] or _ascii_words(paper.id)
+    surname = _surname(paper.authors[0]) if paper.authors else ""
+    lead = surname or (words.pop(0) if len(words) > 1 else "paper")
+    word = words[0] if words else ""
+    base = f"{lead}{paper.year or ''}{word}" or "paper"
+    key, n = base, 0
+    taken = taken if taken is not None else set()
+    while key in taken:
+        key = base + _suffix(n)
+        n += 1
+    taken.add(key)
+    return key
+
+
+def _suffix(n: int) -> str:
+    """a, b, ..., z, aa, ab, ..."""
+    out = ""
+    n += 1
+    while n:
+        n, r = divmod(n - 1, 26)
+        out = chr(ord("a") + r) + out
+    return out
+
+
+def _balanced(text: str) -> bool:
+    depth = 0
+    for i, ch in enumerate(text):
+        if ch in "{}" and i and text[i - 1] == "\\":
+            continue
+        depth += {"{": 1, "}": -1}.get(ch, 0)
+        if depth < 0:
+            return False
+    return depth == 0
+
+
+def tex_escape(text: str) -> str:
+    """``text`` made safe inside a braced BibTeX field, LaTeX kept.
+
+    Outside ``$...$`` math: unescaped ``& % # _`` get a backslash. Unbalanced braces are escaped
+    as ``\\{`` ``\\}`` (so the field cannot close early). Whitespace is collapsed.
+    """
+    text = re.sub(r"\s+", " ", text or "").strip()
+    parts = _MATH.split(text)
+    parts = [p if i % 2 else _SPECIAL.sub(r"\\\1", p) for i, p in enumerate(parts)]
+    text = "".join(parts)
+    if not _balanced(text):
+        text = re.sub(r"(?<!\\)([{}])", r"\\\1", text)
+    if text.endswith("\\") and not text.endswith("\\\\"):
+        text = text[:-1]  # a trailing backslash would escape the closing brace
+    return text
+
+
+def bibtex(papers: Iterable[Paper]) -> str:
+    """BibTeX entries for ``papers`` (repeats by id dropped, order kept); ``""`` for none."""
+    import bibtexparser
+    from bibtexparser.model import Entry, Field
+
+    library = bibtexparser.Library()
+    taken: set[str] = set()
+    seen: set[str] = set()
+    for paper in papers:
+        if paper.id in seen:
+            continue
+        seen.add(paper.id)
+        fields = [Field("title", "{" + tex_escape(paper.title) + "}")]
+        if paper.authors:
+            fields.append(Field("author", " and ".join(tex_escape(a) for a in paper.authors)))
+        if paper.year:
+            fields.append(Field("year", str(paper.year)))
+        if paper.venue:
+            fields.append(Field("booktitle", tex_escape(paper.venue)))
+        fields.append(Field("url", paper.openreview_url.replace("}", "%7D").replace("{", "%7B")))
+        entry_type = "inproceedings" if paper.venue else "misc"
+        library.add(Entry(entry_type, bibtex_key(paper, taken), fields))
+    if not library.entries:
+        return ""
+    fmt = bibtexparser.BibtexFormat()
+    fmt.indent = "  "
+    fmt.block_separator = "\n"
+    return bibtexparser.write_string(library, bibtex_format=fmt).strip() + "\n"
+
+
+def cited_papers(answers: Sequence[Answer]) -> list[Paper]:
+    """Papers cited by ``answers``, first citation first, without repeats."""
+    return _unique(c.paper for a in answers for c in a.citations)
+
+
+def retrieved_papers(answers: Sequence[Answer]) -> list[Paper]:
+    """Every paper retrieved for ``answers`` (cited or not), in rank order, without repeats."""
+    return _unique(h.paper for a in answers for h in a.hits)
+
+
+def _unique(papers: Iterable[Paper]) -> list[Paper]:
+    out: dict[str, Paper] = {}
+    for p in papers:
+        out.setdefault(p.id, p)
+    return list(out.values())
+
+
+def reference(paper: Paper) -> str:
+    """One plain-text reference: ``Title. Authors. Venue (Status). URL``."""
+    parts = [paper.title.strip().rstrip(".") + "."]
+    if paper.authors:
+        parts.append(", ".join(paper.authors) + ".")
+    venue = paper.venue or (str(paper.year) if paper.year else "")
+    if venue or paper.status:
+        parts.append(f"{venue} ({paper.status})." if venue and paper.status
+                     else f"{venue or paper.status}.")
+    parts.append(paper.openreview_url)
+    return " ".join(parts)
+
+
+def reference_list(numbered: Iterable[tuple[int, Paper]]) -> str:
+    """``[n] reference`` lines for ``(n, paper)`` pairs."""
+    return "\n".join(f"[{n}] {reference(p)}" for n, p in numbered)
+
+
+def answer_references(answer: Answer) -> list[tuple[int, Paper]]:
+    """The numbered papers an answer's markers point at: its citations, or (refused or uncited)
+    its hits, numbered as in the answer."""
+    if answer.citations and not answer.refused:
+        return [(c.n, c.paper) for c in answer.citations]
+    return [(n, h.paper) for n, h in enumerate(answer.hits, start=1)]
+
+
+def answer_markdown_text(answer: Answer) -> str:
+    """The answer as Markdown: sentences without support marked with ``(unsupported)``."""
+    if answer.refused or not answer.sentences:
+        return answer.text
+    return " ".join(s.text if s.supported else f"*(unsupported)* {s.text}" for s in answer.sentences)
+
+
+def conversation_markdown(answers: Sequence[Answer], *, index: str = "", model: str = "") -> str:
+    """A conversation as a Markdown document: each question, what was searched for, the answer
+    and its numbered references (numbers are per answer, as in the chat)."""
+    lines = ["# paperchat conversation", ""]
+    about = ", ".join(x for x in (f"index `{index}`" if index else "",
+                                   f"model `{model}`" if model else "") if x)
+    if about:
+        lines += [f"_{about}_", ""]
+    for i, ans in enumerate(answers, start=1):
+        lines += [f"## {i}. {ans.question.strip()}", ""]
+        if ans.standalone_question and ans.standalone_question != ans.question:
+            lines += [f"_Searching for: {ans.standalone_question}_", ""]
+        lines += [answer_markdown_text(ans), ""]
+        refs = answer_references(ans)
+        if refs:
+            lines += ["**Nearest papers (none answers the question)**" if ans.refused
+                      else "**References**", ""]
+            lines += [f"[{n}] [{_md_link_text(p.title)}]({p.openreview_url}) {_ref_tail(p)}".rstrip()
+                      + "  " for n, p in refs]
+            lines.append("")
+    papers = cited_papers(answers)
+    if papers:
+        lines += ["## BibTeX (cited papers)", "", "```bibtex", bibtex(papers).rstrip(), "```", ""]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _md_link_text(text: str) -> str:
+    return re.sub(r"([\[\]])", r"\\\1", re.sub(r"\s+", " ", text).strip())
+
+
+def _ref_tail(paper: Paper) -> str:
+    bits = [", ".join(paper.authors) if paper.authors else "", paper.venue, paper.status]
+    return " · ".join(b for b in bits if b)
