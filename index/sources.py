@@ -1,55 +1,114 @@
 """Load paper lists into :class:`rag.types.Paper` records, reporting bad records by line.
 
-Supported formats (``fmt``): ``jsonl`` (the project's schema, one object per line). Malformed
-records are never fatal: each becomes a :class:`Problem` with its line number (1-based) and the
-good records are returned. Duplicate ids: the last record wins and a warning Problem names both
-lines.
+Formats (``fmt``; ``auto`` detects one from the file's first bytes, see :func:`detect_format`):
+
+``jsonl``
+    The project's schema (``shared/data/README.md``), one JSON object per line.
+``papercopilot``
+    Paper Copilot's ``paperlists`` files: one JSON array of objects; ``author`` and ``keywords``
+    are ``;``-separated strings, ``site`` is the paper's URL, missing values are empty strings,
+    ``status`` is the raw decision (``Poster``, ``Oral``, ``Reject``...).
+``openreview``
+    OpenReview API v2 notes: a JSON array of notes, or the API's ``{"notes": [...]}`` response;
+    each field is ``content.<field>.value`` (v1's bare ``content.<field>`` is accepted too).
+``csv``
+    A header row naming the columns (``id,title,abstract,authors,keywords,...``, any order,
+    case-insensitive; unknown columns ignored), ``authors``/``keywords`` ``;``-separated, read with
+    the stdlib :mod:`csv` module (RFC 4180 quoting; quoted fields may span lines).
+
+Malformed records are never fatal: each becomes a :class:`Problem` with the 1-based line number
+where the record *starts* (for JSON arrays also its 0-based index in the array), and the good
+records are returned. Duplicate ids: the last record wins and a warning Problem names both lines.
+Only a file that cannot be read as the format at all raises :class:`SourceFormatError`.
+
+Venue and year come from the records when they have them (``venue``/``year`` fields, OpenReview's
+``venue``/``venueid``, Paper Copilot's ``bibtex``); otherwise from the file name when it names a
+known conference and a year (``iclr2018_papercopilot.json`` -> ``ICLR``, 2018).
 """
 
 from __future__ import annotations
 
+import csv
+import io
 import json
-from dataclasses import dataclass, field
+import re
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Iterator
 
 from rag.errors import SourceFormatError
 from rag.types import Paper
 
-FORMATS = ("auto", "jsonl")
+#: Accepted values of ``fmt``.
+FORMATS = ("auto", "jsonl", "papercopilot", "openreview", "csv")
+
+#: Bytes read to detect a file's format.
+_SNIFF_BYTES = 64 * 1024
+
+#: Conference names recognised in file names (lower-case stem prefix -> display name).
+_CONFERENCES = {
+    "iclr": "ICLR", "nips": "NeurIPS", "neurips": "NeurIPS", "icml": "ICML", "cvpr": "CVPR",
+    "iccv": "ICCV", "eccv": "ECCV", "wacv": "WACV", "acl": "ACL", "emnlp": "EMNLP",
+    "naacl": "NAACL", "coling": "COLING", "colm": "COLM", "aaai": "AAAI", "ijcai": "IJCAI",
+    "aistats": "AISTATS", "uai": "UAI", "colt": "COLT", "corl": "CoRL", "kdd": "KDD",
+    "www": "WWW", "icra": "ICRA", "iros": "IROS", "rss": "RSS", "siggraph": "SIGGRAPH",
+    "tmlr": "TMLR", "mlsys": "MLSys", "3dv": "3DV", "automl": "AutoML", "lod": "LOD",
+}
+
+#: Column / field aliases mapped onto the project's field names (CSV and Paper Copilot).
+_ALIASES = {"author": "authors", "site": "url", "tl;dr": "tldr", "paper_id": "id",
+            "forum": "id", "keyword": "keywords", "decision": "status"}
+
+
+def _column_names(header: list[str]) -> list[str]:
+    """Lower-cased column names with aliases applied, unless the alias's target is a column."""
+    names = [h.strip().lower() for h in header]
+    return [_ALIASES[n] if n in _ALIASES and _ALIASES[n] not in names else n for n in names]
 
 
 @dataclass
 class Problem:
-    """A record that was skipped (``skipped=True``) or accepted with a warning."""
+    """A record that was skipped (``skipped=True``) or accepted with a warning.
+
+    ``line`` is the 1-based line where the record starts; ``record`` is its 0-based index in a
+    JSON array (None for JSONL and CSV, whose line is the record's identity).
+    """
 
     line: int
     message: str
     skipped: bool = True
+    record: int | None = None
 
     def __str__(self) -> str:
         kind = "skipped" if self.skipped else "warning"
-        return f"line {self.line}: {kind}: {self.message}"
+        where = f"line {self.line}" if self.record is None else \
+            f"line {self.line} (array index {self.record})"
+        return f"{where}: {kind}: {self.message}"
 
 
 @dataclass
 class LoadResult:
-    """Papers in file order (duplicates resolved), the problems found and the format used."""
+    """Papers in file order (duplicates resolved: a repeated id takes the place of its last
+    occurrence), the problems found, the format used, the number of records seen (good or bad,
+    blank lines excluded) and the path read ('' when built by hand)."""
 
     papers: list[Paper]
     problems: list[Problem] = field(default_factory=list)
     fmt: str = "jsonl"
     n_records: int = 0
+    path: str = ""
 
     @property
     def skipped(self) -> int:
+        """Records skipped as malformed (duplicates are warnings, not counted)."""
         return sum(1 for p in self.problems if p.skipped)
 
 
-def _str(value: Any, name: str) -> str:
+# --- field helpers --------------------------------------------------------------------------------
+def _str(value: Any, name: str, numbers: bool = False) -> str:
     if value is None:
         return ""
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
+    if numbers and isinstance(value, (int, float)) and not isinstance(value, bool):
         return str(value)
     if not isinstance(value, str):
         raise ValueError(f"field {name!r} should be a string, got {type(value).__name__}")
@@ -66,7 +125,10 @@ def _str_list(value: Any, name: str, sep: str = ";") -> list[str]:
     raise ValueError(f"field {name!r} should be a list of strings")
 
 
-def _year(value: Any, venue: str) -> int | None:
+_YEAR = re.compile(r"(?<!\d)((?:19|20)\d\d)(?!\d)")
+
+
+def _year(value: Any, venue: str = "") -> int | None:
     if isinstance(value, int) and not isinstance(value, bool):
         return value
     if isinstance(value, str) and value.strip().isdigit():
@@ -77,16 +139,56 @@ def _year(value: Any, venue: str) -> int | None:
     return None
 
 
+def _id_from_url(url: str) -> str:
+    m = re.search(r"[?&]id=([^&#\s]+)", url)
+    return m.group(1) if m else ""
+
+
+def _bad_utf8(value: Any, where: str = "") -> str | None:
+    """Name of the first field holding undecodable bytes (surrogate escapes), or None."""
+    if isinstance(value, str):
+        return where or "record" if re.search("[\udc80-\udcff]", value) else None
+    if isinstance(value, dict):
+        for k, v in value.items():
+            found = _bad_utf8(k, where or "record") or _bad_utf8(v, f"{where}.{k}" if where else k)
+            if found:
+                return found
+    if isinstance(value, list):
+        for i, v in enumerate(value):
+            found = _bad_utf8(v, f"{where}[{i}]")
+            if found:
+                return found
+    return None
+
+
+def venue_from_filename(name: str) -> tuple[str, int | None]:
+    """``(venue, year)`` named by a file name, e.g. ``iclr2018_papercopilot.json`` ->
+    ``("ICLR 2018", 2018)``; ``("", None)`` when it names no known conference (see
+    ``_CONFERENCES``) directly followed by a year (an optional ``_`` or ``-`` between)."""
+    stem = Path(name).name.lower()
+    for m in re.finditer(r"(?<![a-z0-9])([a-z0-9]+?)[_-]?((?:19|20)\d\d)(?!\d)", stem):
+        conf = _CONFERENCES.get(m.group(1))
+        if conf:
+            return f"{conf} {m.group(2)}", int(m.group(2))
+    return "", None
+
+
+# --- one record -> Paper --------------------------------------------------------------------------
 def paper_from_mapping(rec: dict[str, Any]) -> Paper:
-    """Build a Paper from a dict in the project's JSONL schema.
+    """Build a Paper from a dict in the project's JSONL schema (also used for CSV rows).
+
+    ``authors``/``keywords`` may be lists of strings or ``;``-separated strings; ``id`` may be a
+    number (``12`` -> ``"12"``), and when missing is taken from an ``?id=`` in ``url``; ``year``
+    an int or a string of digits (else taken from ``venue``).
 
     Raises:
         ValueError: missing/empty ``id``, ``title`` or ``abstract``, or a field of the wrong type;
             the message names the field.
     """
     if not isinstance(rec, dict):
-        raise ValueError(f"record is a JSON {type(rec).__name__}, not an object")
-    pid = _str(rec.get("id"), "id").strip()
+        raise ValueError(f"record is a JSON {_json_type(rec)}, not an object")
+    url = _str(rec.get("url"), "url").strip()
+    pid = _str(rec.get("id"), "id", numbers=True).strip() or _id_from_url(url)
     title = _str(rec.get("title"), "title").strip()
     abstract = _str(rec.get("abstract"), "abstract").strip()
     for name, value in (("id", pid), ("title", title), ("abstract", abstract)):
@@ -100,55 +202,456 @@ def paper_from_mapping(rec: dict[str, Any]) -> Paper:
         primary_area=_str(rec.get("primary_area"), "primary_area").strip(),
         status=_str(rec.get("status"), "status").strip(),
         venue=venue, year=_year(rec.get("year"), venue),
-        url=_str(rec.get("url"), "url").strip(),
+        url=url,
         tldr=_str(rec.get("tldr"), "tldr").strip(),
     )
 
 
+def paper_from_papercopilot(rec: dict[str, Any]) -> Paper:
+    """Build a Paper from one Paper Copilot ``paperlists`` object.
+
+    ``author`` (``;``-separated) -> authors, ``site`` (or ``openreview``) -> url, ``keywords``
+    split on ``;``; ``status`` kept as given (``Poster``, ``Oral``, ``Reject``...). Year from a
+    ``year`` field, else the ``bibtex`` entry's ``year={...}``, else a year in the URL path
+    (``iclr.cc/virtual/2018/...``); venue from a ``conference``/``venue`` field. The file name
+    fills whatever is still missing (see :func:`load_papers`).
+
+    Raises:
+        ValueError: as :func:`paper_from_mapping`.
+    """
+    if not isinstance(rec, dict):
+        raise ValueError(f"record is a JSON {_json_type(rec)}, not an object")
+    if isinstance(rec.get("content"), dict):
+        raise ValueError("record is an OpenReview note (has 'content'); use --format openreview")
+    url = _str(rec.get("site"), "site").strip() or _str(rec.get("openreview"), "openreview").strip()
+    authors = rec["author"] if "author" in rec else rec.get("authors")
+    venue = (_str(rec.get("conference"), "conference") or _str(rec.get("venue"), "venue")).strip()
+    paper = paper_from_mapping({
+        "id": rec.get("id"), "title": rec.get("title"), "abstract": rec.get("abstract"),
+        "authors": authors, "keywords": rec.get("keywords"),
+        "primary_area": rec.get("primary_area"), "status": rec.get("status"),
+        "venue": venue, "url": url, "tldr": rec.get("tldr"), "year": rec.get("year"),
+    })
+    if paper.year is None:
+        bib = _str(rec.get("bibtex"), "bibtex")
+        m = re.search(r"\byear\s*=\s*[{\"]?\s*((?:19|20)\d\d)", bib)
+        m = m or _YEAR.search(url.split("?")[0])
+        if m:
+            paper.year = int(m.group(1))
+    if paper.venue and paper.year and str(paper.year) not in paper.venue:
+        paper.venue = f"{paper.venue} {paper.year}"
+    return paper
+
+
+_VENUE = re.compile(r"^(?P<pre>.*?)\b(?P<conf>[A-Za-z][\w&.+-]*\s+(?:19|20)\d\d)\b\s*(?P<rest>.*)$")
+
+
+def split_openreview_venue(venue: str) -> tuple[str, str]:
+    """``(venue, status)`` from OpenReview's ``content.venue`` string.
+
+    ``"ICLR 2026 Poster"`` -> ``("ICLR 2026", "Accept (Poster)")`` (the project's status style);
+    ``"Submitted to ICLR 2026"`` -> ``("ICLR 2026", "Submitted")``;
+    ``"ICLR 2026 Conference Withdrawn Submission"`` -> ``("ICLR 2026", "Withdrawn")``;
+    ``"... Desk Rejected Submission"`` -> ``"Desk Rejected"``; a string with no
+    ``<name> <year>`` -> ``(venue, "")``.
+    """
+    venue = venue.strip()
+    m = _VENUE.match(venue)
+    if not m:
+        return venue, ""
+    conf, pre, rest = m.group("conf"), m.group("pre").strip().lower(), m.group("rest").strip()
+    low = rest.lower()
+    if "desk reject" in low:
+        return conf, "Desk Rejected"
+    if "withdraw" in low:
+        return conf, "Withdrawn"
+    if "reject" in low:
+        return conf, "Reject"
+    if pre.startswith("submitted") or low in ("conference submission", "submission"):
+        return conf, "Submitted"
+    if not rest:
+        return conf, ""
+    return conf, f"Accept ({rest[0].upper()}{rest[1:]})"
+
+
+def paper_from_openreview(note: dict[str, Any]) -> Paper:
+    """Build a Paper from one OpenReview note (API v2: ``content.<field>.value``; v1's bare
+    ``content.<field>`` also works).
+
+    id = the note's ``id`` (else ``forum``); url = ``https://openreview.net/forum?id=<forum>``;
+    venue/status from ``content.venue`` (see :func:`split_openreview_venue`); year from
+    ``content.venueid`` (``ICLR.cc/2026/Conference``) or the venue; tldr from ``TLDR``.
+
+    Raises:
+        ValueError: not a note (no ``content`` object), or as :func:`paper_from_mapping`.
+    """
+    if not isinstance(note, dict):
+        raise ValueError(f"record is a JSON {_json_type(note)}, not an object")
+    content = note.get("content")
+    if not isinstance(content, dict):
+        raise ValueError("not an OpenReview note: no 'content' object")
+
+    def value(name: str) -> Any:
+        v = content.get(name)
+        return v.get("value") if isinstance(v, dict) else v
+
+    pid = _str(note.get("id"), "id").strip() or _str(note.get("forum"), "forum").strip()
+    forum = _str(note.get("forum"), "forum").strip() or pid
+    venue, status = split_openreview_venue(_str(value("venue"), "content.venue"))
+    venueid = _str(value("venueid"), "content.venueid") or _str(note.get("domain"), "domain")
+    m = _YEAR.search(venueid)
+    paper = paper_from_mapping({
+        "id": pid, "title": value("title"), "abstract": value("abstract"),
+        "authors": value("authors"), "keywords": value("keywords"),
+        "primary_area": value("primary_area"), "status": status, "venue": venue,
+        "year": int(m.group(1)) if m else None,
+        "url": f"https://openreview.net/forum?id={forum}" if forum else "",
+        "tldr": value("TLDR") if value("TLDR") is not None else value("tldr"),
+    })
+    return paper
+
+
+def _json_type(value: Any) -> str:
+    return {dict: "object", list: "array", str: "string", bool: "boolean",
+            type(None): "null"}.get(type(value), "number")
+
+
+# --- collecting records ---------------------------------------------------------------------------
+class _Collector:
+    """Counts records, turns ValueErrors into Problems, resolves duplicate ids (last wins)."""
+
+    def __init__(self, fmt: str, path: Path):
+        self.result = LoadResult(papers=[], fmt=fmt, path=str(path))
+        self.venue, self.year = venue_from_filename(path.name)
+        self._by_id: dict[str, tuple[int, Paper]] = {}
+
+    def problem(self, line: int, message: str, record: int | None = None) -> None:
+        self.result.problems.append(Problem(line, message, True, record))
+
+    def add(self, line: int, make: Callable[[], Paper], record: int | None = None,
+            raw: Any = None) -> None:
+        self.result.n_records += 1
+        bad = _bad_utf8(raw) if raw is not None else None
+        if bad:
+            self.problem(line, f"not valid UTF-8 (in {bad!r})", record)
+            return
+        try:
+            paper = make()
+        except ValueError as exc:
+            self.problem(line, str(exc), record)
+            return
+        if not paper.venue and self.venue:
+            paper = replace(paper, venue=self.venue)
+        if paper.year is None:
+            paper = replace(paper, year=_year(None, paper.venue) or self.year)
+        if paper.id in self._by_id:
+            first = self._by_id[paper.id][0]
+            self.result.problems.append(Problem(
+                line, f"duplicate id {paper.id!r} (also on line {first}); this later record wins",
+                skipped=False, record=record))
+        self._by_id[paper.id] = (line, paper)
+
+    def finish(self) -> LoadResult:
+        self.result.papers = [p for _, p in sorted(self._by_id.values(), key=lambda lp: lp[0])]
+        return self.result
+
+
+# --- JSONL ----------------------------------------------------------------------------------------
 def _load_jsonl(path: Path) -> LoadResult:
-    result = LoadResult(papers=[], fmt="jsonl")
-    by_id: dict[str, tuple[int, Paper]] = {}
+    out = _Collector("jsonl", path)
+    objects = 0
     with path.open("rb") as fh:
         for lineno, raw in enumerate(fh, start=1):
+            if lineno == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                raw = raw[3:]
             if not raw.strip():
                 continue
-            result.n_records += 1
             try:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
-                result.problems.append(Problem(lineno, f"not valid UTF-8 (byte {exc.start})"))
+                out.result.n_records += 1
+                out.problem(lineno, f"not valid UTF-8 (byte {exc.start} of the line)")
                 continue
             try:
                 rec = json.loads(text)
             except json.JSONDecodeError as exc:
-                result.problems.append(Problem(lineno, f"invalid JSON: {exc.msg} (column {exc.colno})"))
+                out.result.n_records += 1
+                out.problem(lineno, f"invalid JSON: {exc.msg} (column {exc.colno})")
                 continue
-            try:
-                paper = paper_from_mapping(rec)
-            except ValueError as exc:
-                result.problems.append(Problem(lineno, str(exc)))
+            objects += isinstance(rec, dict)
+            out.add(lineno, lambda rec=rec: paper_from_mapping(rec))
+    if out.result.n_records and not objects:
+        raise SourceFormatError(f"{path}: no line is a JSON object ({out.result.problems[0]}); "
+                                "this is not JSONL: try --format auto")
+    return out.finish()
+
+
+# --- JSON arrays (Paper Copilot, OpenReview) ------------------------------------------------------
+_WS = re.compile(r"[ \t\n\r]*")
+
+
+def _read_text(path: Path) -> str:
+    """The file decoded as UTF-8; undecodable bytes become surrogate escapes (reported per
+    record)."""
+    text = path.read_bytes().decode("utf-8", errors="surrogateescape")
+    return text[1:] if text.startswith("\ufeff") else text
+
+
+class _Lines:
+    """1-based line of a character offset; offsets must be asked in increasing order."""
+
+    def __init__(self, text: str):
+        self.text, self.pos, self.line = text, 0, 1
+
+    def __call__(self, offset: int) -> int:
+        self.line += self.text.count("\n", self.pos, offset)
+        self.pos = offset
+        return self.line
+
+
+def _iter_json_array(text: str, start: int, lines: _Lines
+                     ) -> Iterator[tuple[int, int, Any, str | None]]:
+    """Elements of the JSON array opening at ``text[start] == '['``:
+    ``(line, index, value, error)``, ``error`` a message when the element is not valid JSON.
+
+    After a syntax error it skips to the next line that starts, at the same indentation as the
+    array's first element, with ``{`` (pretty-printed files), counting the broken element as one
+    record; in a compact file (no such lines) the rest of the array is reported lost.
+    """
+    dec = json.JSONDecoder()
+    i = _WS.match(text, start + 1).end()
+    if text.startswith("]", i):
+        return
+    nl = text.rfind("\n", 0, i)
+    indent = text[nl + 1:i] if nl >= 0 and not text[nl + 1:i].strip() else None
+    index = 0
+    while i < len(text):
+        line = lines(i)
+        try:
+            value, end = dec.raw_decode(text, i)
+            error = None
+        except json.JSONDecodeError as exc:
+            value, end, error = None, exc.pos, f"invalid JSON: {exc.msg} (line {exc.lineno}, " \
+                                               f"column {exc.colno})"
+        if error is None:
+            j = _WS.match(text, end).end()
+            if text.startswith(",", j):
+                yield line, index, value, None
+                index += 1
+                i = _WS.match(text, j + 1).end()
+                if text.startswith("]", i):  # a trailing comma: tolerated
+                    return
                 continue
-            if paper.id in by_id:
-                first = by_id[paper.id][0]
-                result.problems.append(Problem(lineno, f"duplicate id {paper.id!r} (also on line "
-                                                       f"{first}); this later record wins", skipped=False))
-            by_id[paper.id] = (lineno, paper)
-    result.papers = [p for _, p in sorted(by_id.values(), key=lambda lp: lp[0])]
+            if text.startswith("]", j):
+                yield line, index, value, None
+                return
+            error = "invalid JSON: expected ',' or ']' after this record" if j < len(text) else \
+                "invalid JSON: the array is not closed (file truncated?)"
+            end = j
+        if indent is None:
+            yield line, index, None, error + "; the rest of the array could not be read"
+            return
+        m = re.compile(r"\n" + re.escape(indent) + r"\{").search(text, max(end, i + 1))
+        if not m:
+            yield line, index, None, error + "; no later record could be found"
+            return
+        yield line, index, None, error
+        index += 1
+        i = m.start() + 1 + len(indent)
+
+
+def _notes_array_start(text: str, i: int) -> int | None:
+    """Offset of the ``[`` of the top-level object's ``"notes"`` value, or None."""
+    dec = json.JSONDecoder()
+    i = _WS.match(text, i + 1).end()
+    while i < len(text) and text[i] == '"':
+        key, i = dec.raw_decode(text, i)
+        i = _WS.match(text, i).end()
+        if not text.startswith(":", i):
+            return None
+        i = _WS.match(text, i + 1).end()
+        if key == "notes":
+            return i if text.startswith("[", i) else None
+        _, i = dec.raw_decode(text, i)
+        i = _WS.match(text, i).end()
+        if text.startswith(",", i):
+            i = _WS.match(text, i + 1).end()
+    return None
+
+
+def _load_json_array(path: Path, fmt: str) -> LoadResult:
+    text = _read_text(path)
+    start = _WS.match(text).end()
+    kind = {"papercopilot": "a Paper Copilot list (a JSON array of papers)",
+            "openreview": "OpenReview notes (a JSON array, or an object with 'notes')"}[fmt]
+    if text.startswith("{", start) and fmt == "openreview":
+        try:
+            arr = _notes_array_start(text, start)
+        except json.JSONDecodeError as exc:
+            raise SourceFormatError(f"{path}: invalid JSON at line {exc.lineno}: {exc.msg}; "
+                                    f"expected {kind}") from None
+        if arr is None:
+            raise SourceFormatError(f"{path}: a JSON object without a 'notes' array; expected "
+                                    f"{kind}")
+        start = arr
+    elif not text.startswith("[", start):
+        raise SourceFormatError(f"{path}: does not start with '['; expected {kind}. Pass "
+                                "--format to choose another format, or --format auto")
+    make = paper_from_papercopilot if fmt == "papercopilot" else paper_from_openreview
+    out = _Collector(fmt, path)
+    lines = _Lines(text)
+    n_notes = 0
+    for line, index, value, error in _iter_json_array(text, start, lines):
+        if error:
+            out.result.n_records += 1
+            out.problem(line, error, index)
+            continue
+        n_notes += isinstance(value, dict) and isinstance(value.get("content"), dict)
+        out.add(line, lambda value=value: make(value), index, raw=value)
+    result = out.finish()
+    if result.n_records and not result.papers:
+        if fmt == "openreview" and not n_notes:
+            raise SourceFormatError(f"{path}: no record is an OpenReview note (no 'content' "
+                                    "object); try --format papercopilot")
+        if fmt == "papercopilot" and n_notes == result.n_records:
+            raise SourceFormatError(f"{path}: the records are OpenReview notes; use --format "
+                                    "openreview")
     return result
 
 
-def load_papers(path: str | Path, fmt: str = "auto") -> LoadResult:
-    """Read a paper list.
+# --- CSV ------------------------------------------------------------------------------------------
+def _load_csv(path: Path) -> LoadResult:
+    text = _read_text(path)
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    out = _Collector("csv", path)
+    header: list[str] | None = None
+    while True:
+        line = reader.line_num + 1
+        try:
+            row = next(reader)
+        except StopIteration:
+            break
+        except csv.Error as exc:
+            if header is None:
+                raise SourceFormatError(f"{path}: line {line}: unreadable CSV header "
+                                        f"({exc})") from None
+            out.result.n_records += 1
+            out.problem(line, f"invalid CSV: {exc}")
+            continue
+        if not any(cell.strip() for cell in row):
+            continue
+        if header is None:
+            header = _column_names(row)
+            missing = [c for c in ("title", "abstract") if c not in header]
+            if missing:
+                raise SourceFormatError(
+                    f"{path}: the CSV header (line {line}) lacks the column(s) "
+                    f"{', '.join(map(repr, missing))}; it starts {', '.join(row)[:120]!r}")
+            continue
+        if len(row) != len(header):
+            out.result.n_records += 1
+            out.problem(line, f"row has {len(row)} fields, the header has {len(header)} "
+                              "(a stray comma or quote?)")
+            continue
+        rec = dict(zip(header, row))
+        out.add(line, lambda rec=rec: paper_from_mapping(rec), raw=rec)
+    if header is None:
+        raise SourceFormatError(f"{path}: no CSV header row (the file is empty)")
+    return out.finish()
+
+
+# --- detection and the entry point ----------------------------------------------------------------
+def detect_format(path: str | Path) -> str:
+    """The format of the paper list at ``path``: ``jsonl``, ``papercopilot``, ``openreview`` or
+    ``csv``, judged from its first 64 KiB.
+
+    ``[`` -> a JSON array: ``openreview`` when its first element has a ``content`` object, else
+    ``papercopilot``. ``{`` -> ``jsonl`` when one of the first lines is a whole JSON object (and not
+    an API response with ``notes``), ``openreview`` when it is an object with ``notes``. Anything
+    else -> ``csv`` when the first non-blank line is a header with ``title`` and ``abstract``.
 
     Raises:
-        SourceFormatError: the file does not exist, cannot be read, or its format is unknown.
+        SourceFormatError: empty, binary or UTF-16 files, or none of the formats; the message lists
+            what was expected and suggests ``--format``.
+    """
+    path = Path(path)
+    try:
+        with path.open("rb") as fh:
+            head_bytes = fh.read(_SNIFF_BYTES)
+    except OSError as exc:
+        raise SourceFormatError(f"cannot read {path}: {exc.strerror}") from None
+    expected = ("expected JSONL (one JSON object per line), a Paper Copilot JSON array, "
+                "OpenReview v2 notes (JSON) or CSV with a header row naming 'title' and 'abstract'")
+    if head_bytes.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise SourceFormatError(f"{path}: the file is UTF-16; save it as UTF-8")
+    if b"\x00" in head_bytes:
+        raise SourceFormatError(f"{path}: looks like a binary file, not a paper list; {expected}")
+    head = head_bytes.decode("utf-8", errors="surrogateescape").lstrip("\ufeff")
+    body = head.lstrip()
+    if not body:
+        raise SourceFormatError(f"{path}: the file is empty")
+    if body[0] == "[":
+        try:
+            first, _ = json.JSONDecoder().raw_decode(body, _WS.match(body, 1).end())
+            note = isinstance(first, dict) and isinstance(first.get("content"), dict)
+        except json.JSONDecodeError:  # element cut by the 64 KiB window, or broken: look for it
+            note = re.search(r'"content"\s*:\s*\{', body) is not None
+        return "openreview" if note else "papercopilot"
+    if body[0] == "{":
+        lines = [ln for ln in body.splitlines()[:20] if ln.strip()]
+        for i, ln in enumerate(lines):
+            try:
+                rec = json.loads(ln)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(rec, dict):
+                if i == 0 and len(lines) == 1 and isinstance(rec.get("notes"), list):
+                    return "openreview"
+                return "jsonl"
+        if re.search(r'"notes"\s*:\s*\[', body):
+            return "openreview"
+        raise SourceFormatError(f"{path}: starts with '{{' but is neither JSONL nor an "
+                                f"OpenReview response with 'notes'; {expected}")
+    first_line = next(ln for ln in body.splitlines() if ln.strip())
+    try:
+        header = next(csv.reader([first_line]))
+    except csv.Error:
+        header = []
+    names = set(_column_names(header))
+    if {"title", "abstract"} <= names:
+        return "csv"
+    raise SourceFormatError(f"{path}: unrecognised paper list format; {expected}. Pass --format "
+                            f"{{{','.join(FORMATS[1:])}}} to force one")
+
+
+_LOADERS: dict[str, Callable[[Path], LoadResult]] = {
+    "jsonl": _load_jsonl,
+    "papercopilot": lambda p: _load_json_array(p, "papercopilot"),
+    "openreview": lambda p: _load_json_array(p, "openreview"),
+    "csv": _load_csv,
+}
+
+
+def load_papers(path: str | Path, fmt: str = "auto") -> LoadResult:
+    """Read a paper list in format ``fmt`` (one of :data:`FORMATS`; ``auto`` detects it).
+
+    Returns:
+        A :class:`LoadResult`: the good papers in file order, one :class:`Problem` per malformed
+        record (skipped) or duplicate id (warning; the last record wins), the format used and
+        the number of records seen.
+    Raises:
+        SourceFormatError: the file does not exist or cannot be read, ``fmt`` is unknown, the
+            format cannot be detected, or the file is not that format at all (e.g. ``--format
+            csv`` on a JSON file).
     """
     path = Path(path)
     if not path.is_file():
         raise SourceFormatError(f"paper list not found: {path}")
     if fmt not in FORMATS:
         raise SourceFormatError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
+    if fmt == "auto":
+        fmt = detect_format(path)
     try:
-        return _load_jsonl(path)
+        return _LOADERS[fmt](path)
     except OSError as exc:
         raise SourceFormatError(f"cannot read {path}: {exc.strerror}") from None
