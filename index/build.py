@@ -143,11 +143,13 @@ def build_index(source: str | Path | LoadResult, *, settings, embedder, name: st
     t0 = time.perf_counter()
     name = name or settings.index
     index_dir = settings.index_dir(name)
+    # Read the list first: a mistyped path must not leave an empty index directory behind.
+    loaded = source if isinstance(source, LoadResult) else load_papers(source, fmt)
+    label = loaded.path or "(papers passed in)" if isinstance(source, LoadResult) else str(source)
     index_dir.mkdir(parents=True, exist_ok=True)
     with _Lock(index_dir / ".lock"):
-        loaded = source if isinstance(source, LoadResult) else load_papers(source, fmt)
         for problem in loaded.problems:
-            log(f"{getattr(source, 'name', source)}: {problem}")
+            log(f"{label}: {problem}")
         wanted = manifest.build_keys(settings, embedder.dim)
         recorded = manifest.read(index_dir)
         if recorded is not None:
@@ -163,12 +165,21 @@ def build_index(source: str | Path | LoadResult, *, settings, embedder, name: st
         existing = catalog.hashes()
         # After an interrupted build, Chroma may hold chunks of papers with no catalog row (or
         # an old row): find them once, so they are deleted before being rewritten.
+        # A catalog row whose chunks were deleted (killed between deleting a changed paper's old
+        # chunks and writing its new ones) is dropped, so the paper is redone even when the list
+        # has reverted to the text of that row.
         stray: set[str] = set()
         if store.count() != catalog.total_chunks():
             counts = store.chunk_counts()
             stray = {pid for pid in counts if pid not in existing}
             if stray:
                 store.delete_papers(sorted(stray))
+            hollow = sorted(pid for pid in existing if not counts.get(pid))
+            if hollow:
+                catalog.delete(hollow)
+                for pid in hollow:
+                    del existing[pid]
+                stray.update(hollow)
 
         to_embed: list[Paper] = []
         meta_only: list[Paper] = []
@@ -198,9 +209,13 @@ def build_index(source: str | Path | LoadResult, *, settings, embedder, name: st
                 catalog.delete(gone)
                 summary.pruned = len(gone)
 
+        # BM25 is rebuilt when this build changed the catalog, or when the catalog differs from
+        # the one the last BM25 index was built from (a build killed before reaching this point).
         lexical_dir = index_dir / "bm25"
+        fingerprint = catalog_fingerprint(catalog.hashes())
         changed = summary.embedded or summary.updated_metadata or summary.pruned or stray
-        if changed or not lexical_dir.exists():
+        if changed or not lexical_dir.exists() or \
+                (recorded or {}).get("catalog_fingerprint") != fingerprint:
             rows = list(catalog.papers())
             LexicalIndex.build([p.id for p, _ in rows], [t for _, t in rows]).save(lexical_dir)
 
@@ -208,9 +223,18 @@ def build_index(source: str | Path | LoadResult, *, settings, embedder, name: st
         summary.chunks = store.count()
         summary.seconds = time.perf_counter() - t0
         manifest.write(index_dir, {**wanted, "name": name, "papers": summary.papers,
-                                   "chunks": summary.chunks,
-                                   "source": str(getattr(source, "name", source))})
+                                   "chunks": summary.chunks, "source": label,
+                                   "catalog_fingerprint": fingerprint})
         return summary
+
+
+def catalog_fingerprint(hashes: dict[str, str]) -> str:
+    """sha256 prefix of the catalog's sorted ``id:hash`` pairs: equal fingerprints mean the same
+    papers with the same content (what the BM25 index was built from)."""
+    h = hashlib.sha256()
+    for pid in sorted(hashes):
+        h.update(f"{pid}\x00{hashes[pid]}\n".encode())
+    return h.hexdigest()[:16]
 
 
 def _embed_papers(store, catalog, papers: list[Paper], existing: dict[str, str], embedder,
