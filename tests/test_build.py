@@ -1,0 +1,471 @@
+"""index.build: incremental re-indexing, metadata-only updates, pruning, settings mismatches, the
+lock, and recovery from builds killed part-way (``kill -9`` and Ctrl-C of a real process).
+
+All with the deterministic fake embedder except the one ``slow`` test, which builds every accepted
+ICLR 2026 paper with the real bundled embedder.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from index import manifest
+from index.build import PAPERS_PER_STEP, build_index, open_store, search_text
+from index.catalog import Catalog
+from index.chunking import chunk_paper
+from index.sources import LoadResult, load_papers
+from rag.errors import IndexLockedError, IndexMismatchError, SourceFormatError
+from rag.lexical import LexicalIndex
+from rag.settings import Settings
+from tests.conftest import ROOT, SEED, SHARED_DATA, FakeEmbedder
+
+QUIET = {"progress": False, "log": lambda m: None}
+
+
+# --- helpers ------------------------------------------------------------------------------------
+def build(papers, settings, embedder, **kw):
+    source = papers if not isinstance(papers, list) else LoadResult(papers=list(papers))
+    return build_index(source, settings=settings, embedder=embedder, **{**QUIET, **kw})
+
+
+def store_of(settings, name="default"):
+    return open_store(settings.index_dir(name), settings, name, create=False)
+
+
+def chunk_ids(settings, name="default") -> list[str]:
+    """Every chunk id in the index's Chroma collection (duplicates would show up twice)."""
+    col = store_of(settings, name)._col
+    ids, offset = [], 0
+    while True:
+        page = col.get(include=[], limit=1000, offset=offset)["ids"]
+        ids += page
+        if len(page) < 1000:
+            return ids
+        offset += 1000
+
+
+def paper_chunks(settings, pid, name="default") -> dict[str, tuple[str, dict]]:
+    """``chunk id -> (document, metadata)`` of one paper."""
+    got = store_of(settings, name)._col.get(where={"paper_id": pid},
+                                             include=["documents", "metadatas"])
+    return {i: (d, m) for i, d, m in zip(got["ids"], got["documents"], got["metadatas"])}
+
+
+def expected_chunk_ids(papers, settings, embedder) -> list[str]:
+    ids = []
+    for p in papers:
+        title, abstract, _ = search_text(p)
+        ids += [c.id for c in chunk_paper(p.id, title, abstract, embedder.tokenizer,
+                                          max_tokens=settings.chunk_tokens,
+                                          overlap=settings.chunk_overlap)]
+    return ids
+
+
+def catalog_of(settings, name="default") -> Catalog:
+    return Catalog(settings.index_dir(name) / "papers.sqlite")
+
+
+def bm25_ids(settings, name="default") -> list[str]:
+    return LexicalIndex.load(settings.index_dir(name) / "bm25").ids
+
+
+def assert_index_exact(settings, papers, embedder, name="default"):
+    """The index holds exactly ``papers``: every expected chunk id once, no other chunk, one
+    catalog row per paper with the right chunk count, and a BM25 row per paper."""
+    ids = chunk_ids(settings, name)
+    expected = expected_chunk_ids(papers, settings, embedder)
+    assert len(ids) == len(set(ids)), "duplicate chunk ids"
+    assert sorted(ids) == sorted(expected)
+    catalog = catalog_of(settings, name)
+    assert catalog.count() == len(papers)
+    assert catalog.total_chunks() == len(expected) == store_of(settings, name).count()
+    assert set(catalog.hashes()) == {p.id for p in papers}
+    assert sorted(bm25_ids(settings, name)) == sorted(p.id for p in papers)
+
+
+@pytest.fixture
+def seed(seed_papers):
+    return list(seed_papers)
+
+
+# --- incremental builds ---------------------------------------------------------------------------
+def test_first_build_indexes_every_chunk(settings, fake_embedder, seed):
+    summary = build(seed, settings, fake_embedder)
+    assert (summary.papers, summary.embedded, summary.unchanged) == (19, 19, 0)
+    assert summary.chunks == len(expected_chunk_ids(seed, settings, fake_embedder))
+    assert_index_exact(settings, seed, fake_embedder)
+
+
+def test_reindexing_an_unchanged_list_embeds_nothing(settings, fake_embedder, seed):
+    first = build(seed, settings, fake_embedder)
+    ids_before = sorted(chunk_ids(settings))
+    fake_embedder.calls.clear()
+    again = build(SEED, settings, fake_embedder)  # same papers, read from the file this time
+    assert fake_embedder.calls == []
+    assert (again.embedded, again.unchanged, again.updated_metadata) == (0, 19, 0)
+    assert again.chunks == first.chunks
+    assert sorted(chunk_ids(settings)) == ids_before
+
+
+def test_changed_abstract_replaces_the_papers_chunks(settings, fake_embedder, seed):
+    target = seed[3]
+    long = replace(target, abstract=" ".join([target.abstract] * 4))
+    build([*seed[:3], long, *seed[4:]], settings, fake_embedder)
+    before = paper_chunks(settings, target.id)
+    assert len(before) >= 3, "the long abstract should need several chunks"
+    others = {p.id: paper_chunks(settings, p.id) for p in seed if p.id != target.id}
+
+    short = replace(target, abstract="A short replacement abstract about zebra stripes.")
+    fake_embedder.calls.clear()
+    summary = build([*seed[:3], short, *seed[4:]], settings, fake_embedder)
+    assert (summary.embedded, summary.unchanged) == (1, 18)
+    after = paper_chunks(settings, target.id)
+    assert list(after) == [f"{target.id}#0"]  # no leftover #1, #2 ... of the old version
+    assert "zebra stripes" in after[f"{target.id}#0"][0]
+    assert [t for call in fake_embedder.calls for t in call] == [after[f"{target.id}#0"][0]]
+    assert {p.id: paper_chunks(settings, p.id) for p in seed if p.id != target.id} == others
+    assert_index_exact(settings, [*seed[:3], short, *seed[4:]], fake_embedder)
+
+    build(seed, settings, fake_embedder)  # and back: grows again, still exact
+    assert_index_exact(settings, seed, fake_embedder)
+
+
+def test_status_only_change_updates_metadata_without_embedding(settings, fake_embedder, seed):
+    build(seed, settings, fake_embedder)
+    target = seed[0]
+    ids = sorted(paper_chunks(settings, target.id))
+    vectors = store_of(settings).get_embeddings(ids)
+    assert paper_chunks(settings, target.id)[ids[0]][1]["tier"] == "poster"
+
+    changed = [replace(target, status="Accept (Oral)"), *seed[1:]]
+    fake_embedder.calls.clear()
+    summary = build(changed, settings, fake_embedder)
+    assert fake_embedder.calls == []
+    assert (summary.embedded, summary.updated_metadata, summary.unchanged) == (0, 1, 18)
+    for _, meta in paper_chunks(settings, target.id).values():
+        assert (meta["status"], meta["tier"], meta["accepted"]) == ("Accept (Oral)", "oral", True)
+    assert catalog_of(settings).get([target.id])[target.id].status == "Accept (Oral)"
+    after = store_of(settings).get_embeddings(ids)
+    assert all((after[i] == vectors[i]).all() for i in ids)
+    assert sorted(paper_chunks(settings, target.id)) == ids
+
+    fake_embedder.calls.clear()
+    assert build(changed, settings, fake_embedder).updated_metadata == 0  # now recorded
+
+
+def test_prune_removes_papers_missing_from_the_list(settings, fake_embedder, seed):
+    build(seed, settings, fake_embedder)
+    kept, dropped = seed[3:], seed[:3]
+
+    summary = build(kept, settings, fake_embedder)  # without prune: they stay
+    assert (summary.papers, summary.pruned, summary.embedded) == (19, 0, 0)
+    assert_index_exact(settings, seed, fake_embedder)
+
+    summary = build(kept, settings, fake_embedder, prune=True)
+    assert (summary.papers, summary.pruned, summary.embedded) == (16, 3, 0)
+    for p in dropped:
+        assert paper_chunks(settings, p.id) == {}
+    assert catalog_of(settings).get([p.id for p in dropped]) == {}
+    assert_index_exact(settings, kept, fake_embedder)
+
+
+@pytest.mark.parametrize("change,key", [
+    ({"chunk_overlap": 32}, "chunk_overlap"),
+    ({"chunk_tokens": 128}, "chunk_tokens"),
+    ({"embedder": "some-other-model"}, "embedder"),
+    ({"embed_backend": "onnx-int8"}, "embed_backend"),
+])
+def test_settings_mismatch_says_to_rebuild(settings, fake_embedder, seed, change, key):
+    build(seed, settings, fake_embedder)
+    other = Settings(**{**settings.model_dump(), **change})
+    with pytest.raises(IndexMismatchError) as info:
+        build(seed, other, fake_embedder)
+    message = str(info.value)
+    assert key in message and "Rebuild" in message and "--rebuild" in message
+    assert_index_exact(settings, seed, fake_embedder)  # untouched
+
+
+def test_embedder_of_another_dimension_is_a_mismatch(settings, fake_embedder, seed):
+    build(seed, settings, fake_embedder)
+
+    class Narrow(FakeEmbedder):
+        dim = 32
+
+    with pytest.raises(IndexMismatchError, match="dim: index has 64, settings say 32"):
+        build(seed, settings, Narrow())
+
+
+def test_second_build_while_one_holds_the_lock(settings, fake_embedder, seed):
+    from filelock import FileLock
+
+    index_dir = settings.index_dir("default")
+    index_dir.mkdir(parents=True)
+    with FileLock(str(index_dir / ".lock")):
+        with pytest.raises(IndexLockedError, match="another 'paperchat index' is writing"):
+            build(seed, settings, fake_embedder)
+        assert manifest.read(index_dir) is None and fake_embedder.calls == []
+    assert build(seed, settings, fake_embedder).papers == 19  # free again
+
+
+# --- inputs and records -----------------------------------------------------------------------------
+@pytest.mark.parametrize("name", ["bad.jsonl", "bad_papercopilot.json", "bad_openreview.json",
+                                  "bad.csv", "papers.csv"])
+def test_build_from_each_format_logs_problems_and_indexes_the_good(settings, fake_embedder, name):
+    path = ROOT / "tests" / "data" / name
+    loaded = load_papers(path)
+    lines: list[str] = []
+    summary = build_index(path, settings=settings, embedder=fake_embedder, progress=False,
+                          log=lines.append)
+    assert lines == [f"{path}: {p}" for p in loaded.problems]
+    assert (summary.papers, summary.skipped) == (len(loaded.papers), loaded.skipped)
+    assert_index_exact(settings, loaded.papers, fake_embedder)
+    assert manifest.read(settings.index_dir("default"))["source"] == str(path)
+
+
+def test_manifest_names_the_source_not_the_whole_list(settings, fake_embedder):
+    build_index(load_papers(SEED), settings=settings, embedder=fake_embedder, **QUIET)
+    assert manifest.read(settings.index_dir("default"))["source"] == str(SEED)
+    build_index(LoadResult(papers=load_papers(SEED).papers), settings=settings,
+                embedder=fake_embedder, name="other", **QUIET)
+    text = (settings.index_dir("other") / manifest.MANIFEST).read_text()
+    assert json.loads(text)["source"] == "(papers passed in)"
+    assert len(text) < 2000
+
+
+def test_missing_list_leaves_no_index_directory(settings, fake_embedder, tmp_path):
+    with pytest.raises(SourceFormatError, match="paper list not found"):
+        build_index(tmp_path / "typo.jsonl", settings=settings, embedder=fake_embedder, **QUIET)
+    assert not settings.index_dir("default").exists()
+
+
+# --- interrupted builds -----------------------------------------------------------------------------
+def test_paper_whose_chunks_vanished_is_redone(settings, fake_embedder, seed):
+    """Killed between deleting a changed paper's old chunks and writing the new ones, then the
+    list reverted: the catalog row's hash matches, but the paper has no chunks."""
+    build(seed, settings, fake_embedder)
+    store_of(settings).delete_papers([seed[5].id])
+    fake_embedder.calls.clear()
+    summary = build(seed, settings, fake_embedder)
+    assert (summary.embedded, summary.unchanged) == (1, 18)
+    assert_index_exact(settings, seed, fake_embedder)
+
+
+def test_stray_chunks_without_catalog_row_are_replaced(settings, fake_embedder, seed):
+    """Killed after writing a step's chunks but before its catalog rows."""
+    build(seed[:10], settings, fake_embedder)
+    store = store_of(settings)
+    ghost = seed[12]
+    # a longer, older version's chunks under the paper's ids, no catalog row
+    long = replace(ghost, abstract=" ".join([ghost.abstract] * 4))
+    ids = expected_chunk_ids([long], settings, fake_embedder)
+    store.upsert(ids, fake_embedder.embed(ids), ids, [{"paper_id": ghost.id, "n": i}
+                                                      for i in range(len(ids))])
+    assert len(ids) > len(expected_chunk_ids([ghost], settings, fake_embedder))
+    build(seed, settings, fake_embedder)
+    assert_index_exact(settings, seed, fake_embedder)
+
+
+def test_bm25_is_rebuilt_after_a_build_interrupted_at_the_end(settings, fake_embedder, seed,
+                                                            monkeypatch):
+    build(seed[:17], settings, fake_embedder)
+
+    def interrupted(self, directory):
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as m:
+        m.setattr(LexicalIndex, "save", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            build(seed, settings, fake_embedder)
+    assert len(bm25_ids(settings)) == 17 and catalog_of(settings).count() == 19
+    summary = build(seed, settings, fake_embedder)
+    assert summary.embedded == 0
+    assert_index_exact(settings, seed, fake_embedder)
+
+
+BUILD_SCRIPT = r"""
+import sys, time
+sys.path.insert(0, {root!r})
+from tests.conftest import FakeEmbedder
+import index.catalog
+from index.build import build_index
+from rag.settings import Settings
+
+home, source, mode, marker = sys.argv[1:]
+
+class SlowFake(FakeEmbedder):
+    def embed(self, texts):
+        time.sleep(0.15)  # room to interrupt between steps on a fast machine
+        return super().embed(texts)
+
+if mode == "stray":  # park before the second step's catalog rows: its chunks are in Chroma
+    put, calls = index.catalog.Catalog.put, []
+    def parked_put(self, rows):
+        calls.append(1)
+        if len(calls) == 2:
+            open(marker, "w").close()
+            time.sleep(120)
+        put(self, rows)
+    index.catalog.Catalog.put = parked_put
+
+settings = Settings(home=home, embedder="fake-bow", embed_backend="torch")
+build_index(source, settings=settings, embedder=SlowFake(), progress=False, log=lambda m: None)
+print("finished")
+"""
+
+N_INTERRUPTED = 320
+
+
+@pytest.fixture
+def interrupted_source(tmp_path):
+    """The first 320 papers of ICLR 2018 as a JSONL file (5 build steps)."""
+    path = SHARED_DATA / "iclr2018.jsonl"
+    if not path.is_file():
+        pytest.skip(f"{path} is absent (shared paper data beside the repo)")
+    src = tmp_path / "iclr2018_part.jsonl"
+    with path.open() as fh:
+        src.write_text("".join(next(fh) for _ in range(N_INTERRUPTED)))
+    return src
+
+
+def catalog_rows(db: Path) -> int:
+    if not db.exists():
+        return 0
+    try:
+        con = sqlite3.connect(db, timeout=1)
+        try:
+            return int(con.execute("SELECT COUNT(*) FROM papers").fetchone()[0])
+        finally:
+            con.close()
+    except sqlite3.Error:  # table not created yet
+        return 0
+
+
+def start_build(tmp_path, settings, source, mode="plain") -> subprocess.Popen:
+    script = tmp_path / "build_script.py"
+    script.write_text(BUILD_SCRIPT.format(root=str(ROOT)))
+    env = {**os.environ, "PAPERCHAT_HOME": str(settings.home)}
+    return subprocess.Popen([sys.executable, str(script), str(settings.home), str(source), mode,
+                             str(tmp_path / "parked")], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def wait_for(predicate, proc, timeout=90.0):
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if proc.poll() is not None:
+            pytest.fail(f"the build ended before it could be interrupted: {proc.stderr.read()}")
+        if time.monotonic() > deadline:
+            proc.kill()
+            pytest.fail("the build made no progress in time")
+        time.sleep(0.02)
+
+
+def resume_and_check(settings, source, rows_at_kill):
+    papers = load_papers(source).papers
+    assert len(papers) == N_INTERRUPTED
+    embedder = FakeEmbedder()
+    summary = build_index(source, settings=settings, embedder=embedder, **QUIET)
+    assert summary.embedded == N_INTERRUPTED - rows_at_kill
+    assert summary.unchanged == rows_at_kill
+    assert summary.papers == N_INTERRUPTED
+    assert_index_exact(settings, papers, embedder)
+    # every chunk's vector is stored and findable: its own nearest neighbour
+    store = store_of(settings)
+    ids = chunk_ids(settings)
+    vectors = store.get_embeddings(ids)
+    assert set(vectors) == set(ids)
+    for cid in ids[::40]:
+        assert store.query(vectors[cid], 1)[0].chunk_id == cid
+
+
+@pytest.mark.timeout(300)
+def test_build_killed_with_sigkill_resumes_exactly(tmp_path, settings, interrupted_source):
+    db = settings.index_dir("default") / "papers.sqlite"
+    proc = start_build(tmp_path, settings, interrupted_source)
+    wait_for(lambda: catalog_rows(db) >= PAPERS_PER_STEP, proc)
+    # a second build of the same index while this one runs is refused
+    with pytest.raises(IndexLockedError):
+        build_index(interrupted_source, settings=settings, embedder=FakeEmbedder(), **QUIET)
+    proc.send_signal(signal.SIGKILL)
+    assert proc.wait(30) == -signal.SIGKILL
+    rows = catalog_rows(db)
+    assert PAPERS_PER_STEP <= rows < N_INTERRUPTED, "the kill should land part-way"
+    resume_and_check(settings, interrupted_source, rows)
+
+
+@pytest.mark.timeout(300)
+def test_build_killed_between_chunks_and_catalog_rows_resumes_exactly(tmp_path, settings,
+                                                                     interrupted_source):
+    db = settings.index_dir("default") / "papers.sqlite"
+    proc = start_build(tmp_path, settings, interrupted_source, mode="stray")
+    wait_for(lambda: (tmp_path / "parked").exists(), proc)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(30)
+    rows = catalog_rows(db)
+    assert rows == PAPERS_PER_STEP
+    chroma = store_of(settings).count()
+    assert chroma > Catalog(db).total_chunks(), "step 2's chunks should be in Chroma, rowless"
+    resume_and_check(settings, interrupted_source, rows)
+
+
+@pytest.mark.timeout(300)
+def test_build_interrupted_with_ctrl_c_resumes_exactly(tmp_path, settings, interrupted_source):
+    db = settings.index_dir("default") / "papers.sqlite"
+    proc = start_build(tmp_path, settings, interrupted_source)
+    wait_for(lambda: catalog_rows(db) >= PAPERS_PER_STEP, proc)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode != 0 and "KeyboardInterrupt" in err
+    rows = catalog_rows(db)
+    assert PAPERS_PER_STEP <= rows < N_INTERRUPTED
+    resume_and_check(settings, interrupted_source, rows)
+
+
+# --- the real thing -------------------------------------------------------------------------------
+@pytest.mark.slow
+@pytest.mark.integration
+@pytest.mark.timeout(3600)
+def test_build_every_accepted_iclr2026_paper_with_the_real_embedder(tmp_path, real_embedder):
+    path = SHARED_DATA / "iclr2026_accepted.jsonl"
+    if not path.is_file():
+        pytest.skip(f"{path} is absent (shared paper data beside the repo)")
+    settings = Settings(home=tmp_path / "home")
+    t0 = time.perf_counter()
+    summary = build_index(path, settings=settings, embedder=real_embedder, name="iclr2026",
+                          progress=False, log=lambda m: None)
+    seconds = time.perf_counter() - t0
+    papers = load_papers(path).papers
+    assert len(papers) == summary.papers == summary.embedded == 5358
+    catalog = catalog_of(settings, "iclr2026")
+    assert catalog.count() == 5358
+    store = store_of(settings, "iclr2026")
+    counts = store.chunk_counts()
+    assert set(counts) == {p.id for p in papers} and min(counts.values()) >= 1
+    assert store.count() == catalog.total_chunks() == summary.chunks == sum(counts.values())
+    # what the model reads of each stored chunk, [CLS] and [SEP] included
+    tokenizer = real_embedder.tokenizer
+    longest, offset = 0, 0
+    while True:
+        docs = store._col.get(include=["documents"], limit=2000, offset=offset)["documents"]
+        if docs:
+            lengths = [len(ids) for ids in tokenizer(docs, add_special_tokens=True)["input_ids"]]
+            longest = max(longest, *lengths)
+        if len(docs) < 2000:
+            break
+        offset += 2000
+    assert longest <= 256
+    again = build_index(path, settings=settings, embedder=real_embedder, name="iclr2026",
+                        progress=False, log=lambda m: None)
+    assert (again.embedded, again.unchanged, again.chunks) == (0, 5358, summary.chunks)
+    print(f"\n5358 papers, {summary.chunks} chunks in {seconds:.0f} s "
+          f"({5358 / seconds:.1f} papers/s); longest chunk {longest} tokens")
