@@ -13,8 +13,10 @@ Formats (``fmt``; ``auto`` detects one from the file's first bytes, see :func:`d
     each field is ``content.<field>.value`` (v1's bare ``content.<field>`` is accepted too).
 ``csv``
     A header row naming the columns (``id,title,abstract,authors,keywords,...``, any order,
-    case-insensitive; unknown columns ignored), ``authors``/``keywords`` ``;``-separated, read with
-    the stdlib :mod:`csv` module (RFC 4180 quoting; quoted fields may span lines).
+    case-insensitive; unknown columns ignored), ``authors``/``keywords`` ``;``-separated (or a
+    list written as text, ``['a', 'b']``, as pandas does), read with the stdlib :mod:`csv` module
+    (RFC 4180 quoting; quoted fields may span lines). Tab- and ``;``-delimited files are
+    recognised by their header.
 
 Malformed records are never fatal: each becomes a :class:`Problem` with the 1-based line number
 where the record *starts* (for JSON arrays also its 0-based index in the array), and the good
@@ -28,6 +30,7 @@ known conference and a year (``iclr2018_papercopilot.json`` -> ``ICLR``, 2018).
 
 from __future__ import annotations
 
+import ast
 import csv
 import io
 import json
@@ -119,6 +122,14 @@ def _str_list(value: Any, name: str, sep: str = ";") -> list[str]:
     if value is None or value == "":
         return []
     if isinstance(value, str):
+        text = value.strip()
+        if text.startswith("[") and text.endswith("]"):  # a list written as text (pandas, JSON)
+            try:
+                parsed = ast.literal_eval(text)
+            except (ValueError, SyntaxError, MemoryError, RecursionError):
+                parsed = None
+            if isinstance(parsed, list) and all(isinstance(v, str) for v in parsed):
+                return [v.strip() for v in parsed if v.strip()]
         return [v.strip() for v in value.split(sep) if v.strip()]
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
         return [v.strip() for v in value if v.strip()]
@@ -131,8 +142,10 @@ _YEAR = re.compile(r"(?<!\d)((?:19|20)\d\d)(?!\d)")
 def _year(value: Any, venue: str = "") -> int | None:
     if isinstance(value, int) and not isinstance(value, bool):
         return value
-    if isinstance(value, str) and value.strip().isdigit():
-        return int(value.strip())
+    if isinstance(value, float) and value.is_integer():  # 2026.0 from a spreadsheet
+        return int(value)
+    if isinstance(value, str) and re.fullmatch(r"\s*\d+(\.0*)?\s*", value):
+        return int(float(value))
     for token in venue.split():
         if token.isdigit() and len(token) == 4:
             return int(token)
@@ -520,9 +533,24 @@ def _load_json_array(path: Path, fmt: str) -> LoadResult:
 
 
 # --- CSV ------------------------------------------------------------------------------------------
+def _csv_delimiter(first_line: str) -> str:
+    """The delimiter (``,``, tab or ``;``) that splits a header line into columns naming
+    ``title`` and ``abstract``; ``,`` when none does."""
+    for delimiter in (",", "\t", ";"):
+        try:
+            names = set(_column_names(next(csv.reader([first_line], delimiter=delimiter))))
+        except (csv.Error, StopIteration):
+            continue
+        if {"title", "abstract"} <= names:
+            return delimiter
+    return ","
+
+
 def _load_csv(path: Path) -> LoadResult:
     text = _read_text(path)
-    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    first = next((ln for ln in text.splitlines() if ln.strip()), "")
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True,
+                        delimiter=_csv_delimiter(first))
     out = _Collector("csv", path)
     header: list[str] | None = None
     while True:
@@ -614,11 +642,10 @@ def detect_format(path: str | Path) -> str:
                                 f"OpenReview response with 'notes'; {expected}")
     first_line = next(ln for ln in body.splitlines() if ln.strip())
     try:
-        header = next(csv.reader([first_line]))
+        header = next(csv.reader([first_line], delimiter=_csv_delimiter(first_line)))
     except csv.Error:
         header = []
-    names = set(_column_names(header))
-    if {"title", "abstract"} <= names:
+    if {"title", "abstract"} <= set(_column_names(header)):
         return "csv"
     raise SourceFormatError(f"{path}: unrecognised paper list format; {expected}. Pass --format "
                             f"{{{','.join(FORMATS[1:])}}} to force one")

@@ -32,7 +32,7 @@ from tests.conftest import ROOT, SEED, SHARED_DATA, FakeEmbedder
 QUIET = {"progress": False, "log": lambda m: None}
 
 
-# --- helpers ------------------------------------------------------------------------------------
+# --- helpers --------------------------------------------------------------------------------------
 def build(papers, settings, embedder, **kw):
     source = papers if not isinstance(papers, list) else LoadResult(papers=list(papers))
     return build_index(source, settings=settings, embedder=embedder, **{**QUIET, **kw})
@@ -217,7 +217,7 @@ def test_second_build_while_one_holds_the_lock(settings, fake_embedder, seed):
     assert build(seed, settings, fake_embedder).papers == 19  # free again
 
 
-# --- inputs and records -----------------------------------------------------------------------------
+# --- inputs and records ---------------------------------------------------------------------------
 @pytest.mark.parametrize("name", ["bad.jsonl", "bad_papercopilot.json", "bad_openreview.json",
                                   "bad.csv", "papers.csv"])
 def test_build_from_each_format_logs_problems_and_indexes_the_good(settings, fake_embedder, name):
@@ -248,7 +248,7 @@ def test_missing_list_leaves_no_index_directory(settings, fake_embedder, tmp_pat
     assert not settings.index_dir("default").exists()
 
 
-# --- interrupted builds -----------------------------------------------------------------------------
+# --- interrupted builds ---------------------------------------------------------------------------
 def test_paper_whose_chunks_vanished_is_redone(settings, fake_embedder, seed):
     """Killed between deleting a changed paper's old chunks and writing the new ones, then the
     list reverted: the catalog row's hash matches, but the paper has no chunks."""
@@ -304,7 +304,7 @@ home, source, mode, marker = sys.argv[1:]
 
 class SlowFake(FakeEmbedder):
     def embed(self, texts):
-        time.sleep(0.15)  # room to interrupt between steps on a fast machine
+        time.sleep(0.3)  # room to interrupt part-way, even when the test process is slow
         return super().embed(texts)
 
 if mode == "stray":  # park before the second step's catalog rows: its chunks are in Chroma

@@ -23,7 +23,7 @@ def shared(name: str):
     return path
 
 
-# --- the real samples ---------------------------------------------------------------------------
+# --- the real samples -----------------------------------------------------------------------------
 REAL = [
     # file, detected format, records, one paper's id, fields expected on that paper
     ("seed_papers.jsonl", "jsonl", 19, "bbuxDoRD2D", {
@@ -104,7 +104,7 @@ def test_openreview_matches_the_accepted_jsonl():
             (q.title, q.abstract, q.status, q.url, q.venue, q.year)
 
 
-# --- malformed fixtures -------------------------------------------------------------------------
+# --- malformed fixtures ---------------------------------------------------------------------------
 # (line, array index or None, skipped, text in the message)
 MALFORMED = [
     ("bad.jsonl", "jsonl", 10, ["p7", "p1", "p11"], [
@@ -211,7 +211,7 @@ def test_truncated_json_array_is_reported(tmp_path):
     assert "not closed" in result.problems[0].message
 
 
-# --- CSV ----------------------------------------------------------------------------------------
+# --- CSV ------------------------------------------------------------------------------------------
 def test_csv_with_quoted_multiline_fields_and_split_lists():
     result = load_papers(DATA / "papers.csv")
     assert (result.fmt, result.n_records, result.problems) == ("csv", 2, [])
@@ -247,6 +247,30 @@ def test_csv_written_by_the_csv_module_round_trips(tmp_path):
     assert paper.title == "Ünïcode, commas"
     assert paper.abstract == "An abstract with $x^2$,\n\"quotes\" and ; semicolons."
     assert (paper.year, paper.primary_area) == (2024, "optimization")
+
+
+@pytest.mark.parametrize("delimiter", [",", "\t", ";"])
+def test_csv_from_a_spreadsheet_or_pandas(tmp_path, delimiter):
+    """Excel writes ';' or tab delimiters; pandas writes list columns as "['a', 'b']" and int
+    columns holding blanks as 2026.0."""
+    import csv
+
+    path = tmp_path / "export.csv"
+    with path.open("w", newline="", encoding="utf-8-sig") as fh:
+        w = csv.writer(fh, delimiter=delimiter)
+        w.writerow(["", "id", "title", "abstract", "authors", "keywords", "year"])
+        w.writerow(["0", "a1", "T; with semicolon", "A, with comma",
+                    "['Ada Lovelace', 'Alan Turing']", '["graphs", "GNN"]', "2026.0"])
+        w.writerow(["1", "a2", "T2", "A2", "[Ada]", "[RL] agents", ""])
+    assert detect_format(path) == "csv"
+    result = load_papers(path)
+    assert result.problems == []
+    a1, a2 = result.papers
+    assert (a1.title, a1.abstract) == ("T; with semicolon", "A, with comma")
+    assert a1.authors == ["Ada Lovelace", "Alan Turing"]
+    assert a1.keywords == ["graphs", "GNN"]
+    assert a1.year == 2026
+    assert (a2.authors, a2.keywords, a2.year) == (["[Ada]"], ["[RL] agents"], None)
 
 
 # --- detection and unreadable files ---------------------------------------------------------------
@@ -336,7 +360,7 @@ def test_empty_json_array_loads_nothing(tmp_path):
     assert load_papers(path) == LoadResult(papers=[], fmt="papercopilot", path=str(path))
 
 
-# --- small helpers ------------------------------------------------------------------------------
+# --- small helpers --------------------------------------------------------------------------------
 @pytest.mark.parametrize("venue,expected", [
     ("ICLR 2026 Poster", ("ICLR 2026", "Accept (Poster)")),
     ("ICLR 2026 Oral", ("ICLR 2026", "Accept (Oral)")),
