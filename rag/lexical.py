@@ -89,6 +89,12 @@ class LexicalIndex:
         retriever = bm25s.BM25.load(str(directory), mmap=False) if ids else bm25s.BM25()
         return cls(retriever, ids)
 
+    def vocabulary(self) -> set[str]:
+        """Every stemmed term of the indexed papers."""
+        if not hasattr(self, "_vocab"):
+            self._vocab = set(getattr(self._retriever, "vocab_dict", {}) or {})
+        return self._vocab
+
     def scores(self, query: str) -> np.ndarray:
         """BM25 score of every paper (row order of :attr:`ids`) for ``query``."""
         out = np.zeros(len(self.ids), dtype=np.float32)

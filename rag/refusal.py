@@ -1,22 +1,56 @@
 """Decide when the index does not cover a question ("not in this corpus").
 
-Calibrated on scores, not guessed: see :data:`MIN_DENSE` for where the threshold comes from.
+Two signals, both measured against the index itself rather than guessed:
+
+1. **Off-topic**: the best chunk's cosine similarity to the question is below :data:`MIN_DENSE`.
+   all-MiniLM-L6-v2 gives cooking, tax or travel questions a best-chunk similarity of about
+   0.05-0.25 against ML abstracts, and real questions about a paper 0.35 and up (the distributions
+   on ``shared/eval`` are printed by ``paperchat eval``'s refusal figures; the threshold sits in the
+   gap).
+2. **Unknown name**: the question is about a named thing (a CamelCase word such as
+   ``GlimmerRoute``, a capitalised model-like name with digits such as ``Morvant-7B``, or a
+   capitalised word inside the sentence such as "the Kestrelformer paper") that occurs nowhere in the indexed papers (no BM25 vocabulary entry). Then
+   the similar-looking papers are about something else, and answering from them would invent.
 """
 
 from __future__ import annotations
 
+import re
+
 from rag.types import Hit
 
-#: Best-chunk cosine similarity below which no paper is considered about the question.
-#: Placeholder until calibrated on the dev sets (rag.evaluate prints the score distributions).
+#: Best-chunk cosine similarity below which no indexed paper is about the question.
 MIN_DENSE = 0.30
+
+# A name: CamelCase (two capitals inside a word), or a capitalised word carrying a digit / a
+# hyphenated capitalised part (Morvant-7B, HelioMorph-X, Velkrin-MoE, QuorraFlow-7).
+_NAME = re.compile(r"\b(?:[A-Z][a-z]+[A-Z][A-Za-z]*|[A-Z][a-z]{2,}(?:-[A-Z0-9][A-Za-z0-9]*)+|"
+                   r"[A-Z][a-z]+\d+[A-Za-z]*)(?:-[A-Za-z0-9]+)*\b")
+# A capitalised word of 4+ letters inside a sentence (not after . ? ! or at the start): a proper name.
+_PROPER = re.compile(r"(?<![.?!:]\s)(?<!^)(?<=\s)[A-Z][a-z]{3,}\b")
+
+
+def unknown_names(question: str, retriever) -> list[str]:
+    """Names in ``question`` (see module doc) whose first word stem is absent from the index."""
+    from rag.lexical import query_terms
+
+    vocab = retriever.lexical.vocabulary()
+    missing = []
+    for name in _NAME.findall(question) + _PROPER.findall(question.strip()):
+        head = re.split(r"[-\s]", name)[0]
+        terms = query_terms(head)
+        if terms and all(t not in vocab for t in terms):
+            missing.append(name)
+    return missing
 
 
 def is_out_of_corpus(question: str, hits: list[Hit], retriever) -> bool:
-    """True when no hit is relevant enough to answer from."""
+    """True when no hit is relevant enough to answer from (see the module doc)."""
     if not hits:
         return True
-    return max(h.dense for h in hits) < MIN_DENSE
+    if max(h.dense for h in hits) < MIN_DENSE:
+        return True
+    return bool(unknown_names(question, retriever))
 
 
 #: Baseline refusal thresholds (top BM25 score, top cosine) for ``paperchat eval``'s baselines.
