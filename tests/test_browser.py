@@ -1,0 +1,278 @@
+"""The served app in a real browser: Debian's Chromium driven by Playwright (no browser download).
+
+Each test starts ``paperchat serve`` as a subprocess on a free loopback port with
+``PAPERCHAT_HOME`` in a temporary directory (real bundled models), then types a question like a
+person would. Every request to a non-loopback address is blocked and recorded: the page must not
+need the network (fonts, analytics, CDNs).
+
+Needs ``/usr/bin/chromium``: ``apt-get install -y chromium chromium-driver`` (``make browser-deps``).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = Path("/usr/bin/chromium")
+INSTALL = "apt-get install -y chromium chromium-driver (or: make browser-deps)"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run",
+                 "--disable-default-apps", "--disable-extensions", "--metrics-recording-only"]
+LOCAL = ("http://127.0.0.1", "ws://127.0.0.1", "data:", "blob:", "about:")
+#: First use builds the default index and loads both models: slow on 2 busy cores.
+START_TIMEOUT = 600
+ANSWER_TIMEOUT = 300_000  # ms
+
+pytestmark = [pytest.mark.browser,
+              pytest.mark.skipif(not CHROMIUM.exists(),
+                                 reason=f"needs Debian's Chromium at {CHROMIUM}; install it with: "
+                                        f"{INSTALL}")]
+
+#: Recorded by the page from the start: was a card on screen while the answer was being written?
+PENDING_PROBE = """
+window.__pc = {pendingWithCards: false};
+new MutationObserver(() => {
+  const s = document.querySelector('.pc-status');
+  if (s && s.textContent.includes('writing') && document.getElementById('card-1'))
+    window.__pc.pendingWithCards = true;
+}).observe(document, {subtree: true, childList: true, characterData: true});
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def paperchat_cmd() -> list[str]:
+    script = Path(sys.executable).parent / "paperchat"
+    return [str(script)] if script.exists() else [sys.executable, "-m", "rag"]
+
+
+def run_env(home: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PAPERCHAT_LLM_URL", "PAPERCHAT_CHROMA_URL", "PAPERCHAT_INDEX")}
+    env["PAPERCHAT_HOME"] = str(home)
+    return env
+
+
+class Server:
+    """``paperchat serve ...`` in a subprocess; its output goes to ``log``."""
+
+    def __init__(self, home: Path, *args: str):
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}/"
+        self.log = home / f"serve-{self.port}.log"
+        self._out = open(self.log, "wb")
+        self.proc = subprocess.Popen(
+            paperchat_cmd() + ["serve", "--port", str(self.port), *args], cwd=ROOT,
+            env=run_env(home), stdout=self._out, stderr=subprocess.STDOUT,
+            start_new_session=True)
+
+    def wait(self) -> "Server":
+        deadline = time.monotonic() + START_TIMEOUT
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                pytest.fail(f"paperchat serve exited {self.proc.returncode}:\n{self.output()}")
+            try:
+                with urllib.request.urlopen(self.url, timeout=5) as r:
+                    if r.status == 200:
+                        return self
+            except OSError:
+                time.sleep(1)
+        pytest.fail(f"paperchat serve did not answer within {START_TIMEOUT} s:\n{self.output()}")
+
+    def output(self) -> str:
+        self._out.flush()
+        return self.log.read_text(errors="replace")[-4000:]
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=20)
+        self._out.close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def home(tmp_path):
+    h = tmp_path / "home"
+    h.mkdir()
+    return h
+
+
+class Watched:
+    """A page whose dialogs, page errors and non-loopback requests are recorded (and blocked)."""
+
+    def __init__(self, browser, tmp_path: Path):
+        self.context = browser.new_context(viewport={"width": 1400, "height": 950},
+                                           accept_downloads=True)
+        self.page = self.context.new_page()
+        self.dialogs: list[str] = []
+        self.errors: list[str] = []
+        self.external: list[str] = []
+        self.page.on("dialog", self._dialog)
+        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+        self.context.route("**/*", self._route)
+        self.page.add_init_script(PENDING_PROBE)
+        self.tmp = tmp_path
+
+    def _dialog(self, dialog) -> None:
+        self.dialogs.append(dialog.message)
+        dialog.dismiss()
+
+    def _route(self, route) -> None:
+        url = route.request.url
+        if url.startswith(LOCAL):
+            route.continue_()
+        else:
+            self.external.append(url)
+            route.abort()
+
+    def ask(self, question: str) -> None:
+        page = self.page
+        page.fill("#pc-question textarea", question)
+        page.press("#pc-question textarea", "Enter")
+        page.wait_for_selector("#card-1", timeout=ANSWER_TIMEOUT)
+        page.wait_for_function(
+            "() => { const s = document.querySelector('.pc-status');"
+            " return s && !s.textContent.includes('writing'); }", timeout=ANSWER_TIMEOUT)
+
+    def download(self, selector: str, name: str) -> Path:
+        with self.page.expect_download(timeout=30_000) as info:
+            self.page.click(selector)
+        path = self.tmp / name
+        info.value.save_as(path)
+        return path
+
+    def close(self) -> None:
+        self.context.close()
+
+
+@pytest.fixture
+def watched(browser, tmp_path):
+    w = Watched(browser, tmp_path)
+    yield w
+    w.close()
+
+
+def test_seed_question_streams_answer_cards_citations_and_bibtex(watched, home, tmp_path):
+    import bibtexparser
+
+    server = Server(home).wait()
+    try:
+        page = watched.page
+        page.goto(server.url)
+        assert "19 papers" in page.inner_text("#pc-header")
+        watched.ask("Which paper fine-tunes an LLM with reinforcement learning to generate "
+                    "crossover operators for CVRP?")
+        cards = page.query_selector_all("#pc-sources article.pc-card")
+        assert len(cards) >= 3
+        assert page.evaluate("window.__pc.pendingWithCards"), "cards must show before the answer"
+        assert "Refining Hybrid Genetic Search" in page.inner_text("#pc-sources")
+        assert all(a.get_attribute("target") == "_blank" and
+                   a.get_attribute("href").startswith("https://openreview.net/forum?id=")
+                   for a in page.query_selector_all("#pc-sources a.pc-title"))
+
+        chat_text = page.inner_text("#pc-chat")
+        assert "▍" not in chat_text and len(chat_text) > 80, chat_text
+        links = page.query_selector_all("#pc-chat a.pc-cite")
+        assert links, f"the answer cites no paper: {chat_text}"
+        href = links[0].get_attribute("href")
+        links[0].click()
+        page.wait_for_function(f"() => location.hash === '{href}'")
+        target = page.evaluate("document.querySelector(':target') && "
+                               "document.querySelector(':target').id")
+        assert f"#{target}" == href
+        card = page.locator(href)
+        assert card.is_visible()
+        mark = card.locator(".pc-support")
+        page.wait_for_timeout(500)  # the highlight fades in
+        assert mark.evaluate("e => getComputedStyle(e).backgroundColor") == "rgb(255, 226, 122)"
+        assert len(page.context.pages) == 1  # an in-page link, not a new tab
+
+        page.click("#pc-export button, #pc-export .label-wrap")
+        bib_path = watched.download("#pc-dl-cited", "cited.bib")
+        lib = bibtexparser.parse_string(bib_path.read_text())
+        assert lib.entries and not lib.failed_blocks
+        assert all({"title", "year", "url"} <= set(e.fields_dict) for e in lib.entries)
+        all_path = watched.download("#pc-dl-all", "all.bib")
+        everything = bibtexparser.parse_string(all_path.read_text())
+        assert len(everything.entries) == len(cards) and not everything.failed_blocks
+        md = watched.download("#pc-dl-md", "conversation.md").read_text()
+        assert md.startswith("# paperchat conversation") and "**References**" in md
+        assert "@inproceedings" in page.input_value("#pc-bib textarea")
+
+        shot = tmp_path / "paperchat-seed.png"
+        page.screenshot(path=str(shot), full_page=True)
+        print(f"\nscreenshot: {shot}")
+        assert watched.external == [], "the page must not reach the network"
+        assert watched.dialogs == [] and watched.errors == []
+    finally:
+        server.stop()
+
+
+def test_xss_corpus_shows_payloads_as_text(watched, home, tmp_path):
+    data = ROOT / "tests" / "data" / "xss_papers.jsonl"
+    subprocess.run(paperchat_cmd() + ["index", str(data), "--name", "xss", "--quiet"], cwd=ROOT,
+                   env=run_env(home), check=True, timeout=START_TIMEOUT, capture_output=True)
+    server = Server(home, "--index", "xss").wait()
+    try:
+        page = watched.page
+        page.goto(server.url)
+        assert "4 papers" in page.inner_text("#pc-header")
+        question = "<img src=x onerror=alert('q')> robust graph sparsifiers and adversarial images"
+        watched.ask(question)
+        page.hover("#pc-sources")
+        for title in page.query_selector_all("#pc-sources a.pc-title"):
+            title.hover()
+        page.wait_for_timeout(500)
+
+        sources = page.inner_text("#pc-sources")
+        assert "<script>window.__xss='title';alert('xss-title')</script>" in sources
+        assert "<img src=x onerror=\"window.__xss='img';alert('xss-img')\">" in sources
+        assert "<img src=x onerror=alert('q')>" in page.inner_text("#pc-chat")
+        injected = page.evaluate("""() => ({
+            xss: typeof window.__xss,
+            imgs: document.querySelectorAll('img[src="x"], img[src$="/x"]').length,
+            handlers: document.querySelectorAll(
+                '#pc-sources [onerror], #pc-sources [onload], #pc-sources [onmouseover],'
+                + ' #pc-chat [onerror], #pc-chat [onload], #pc-chat [onmouseover]').length,
+            svgs: document.querySelectorAll('#pc-sources svg, #pc-chat svg[onload]').length,
+            scripts: [...document.scripts].filter(s => s.textContent.includes('__xss')).length,
+            links: [...document.querySelectorAll('#pc-sources a, #pc-chat a')]
+                     .map(a => a.getAttribute('href'))
+                     .filter(h => !/^(https:|#card-)/.test(h || '')),
+        })""")
+        assert injected == {"xss": "undefined", "imgs": 0, "handlers": 0, "svgs": 0,
+                            "scripts": 0, "links": []}
+        shot = tmp_path / "paperchat-xss.png"
+        page.screenshot(path=str(shot), full_page=True)
+        print(f"\nscreenshot: {shot}")
+        assert watched.dialogs == [], f"a payload ran: {watched.dialogs}"
+        assert watched.external == [] and watched.errors == []
+    finally:
+        server.stop()

@@ -1,0 +1,287 @@
+"""The Gradio app: pure rendering and settings helpers, then the served app through gradio_client
+(fakes: the seed corpus indexed with FakeEmbedder, a scripted model), and one real-model test.
+
+The served tests start the app on a free loopback port in this process (``prevent_thread_lock``)
+and talk to it over HTTP like any client, so sessions, the queue and ``gr.State`` are real.
+"""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+
+from conftest import ScriptedGenerator
+from rag.types import Answer, AnswerSentence, Citation, Hit, Paper
+
+gr = pytest.importorskip("gradio")
+pytestmark = pytest.mark.filterwarnings(  # from gradio's queue internals, not ours
+    "ignore:.*(no_silent_downcasting|copy keyword).*")
+gradio_client = pytest.importorskip("gradio_client")
+
+from ui import app as ui_app  # noqa: E402
+from ui import render  # noqa: E402
+
+CVRP = "aITKXFeivk"        # Refining Hybrid Genetic Search for CVRP via RL-Finetuned LLM
+QUANT = "ZXr3Xx7Z1O"       # Training Dynamics Impact Post-Training Quantization Robustness
+XSS_TITLE = 'Robust <script>alert("x")</script> <img src=x onerror=alert(1)> Sparsifiers'
+
+
+def paper(pid="p1", title="A Paper", **kw) -> Paper:
+    return Paper(pid, title, "An abstract. It has two sentences.", **kw)
+
+
+# --- rendering (no server) --------------------------------------------------------------------
+def test_card_escapes_html_and_unsafe_urls():
+    hit = Hit(paper("p1", XSS_TITLE, status="Accept (Oral)<b>", primary_area="<i>area</i>",
+                    url="javascript:alert(1)"), 0.5, evidence=["<script>e()</script> evidence"])
+    out = render.card_html(1, hit)
+    assert "<script>" not in out and "<img" not in out and "<b>" not in out and "<i>" not in out
+    assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in out
+    assert "javascript:" not in out and 'href="https://openreview.net/forum?id=p1"' in out
+    assert 'id="card-1"' in out and 'target="_blank"' in out and 'rel="noopener noreferrer"' in out
+
+
+def test_card_url_cannot_break_out_of_its_attribute():
+    hit = Hit(paper("p2", url='https://openreview.net/forum?id=p2" onmouseover="alert(1)'), 0.1)
+    out = render.card_html(2, hit)
+    assert 'onmouseover="' not in out and "&quot; onmouseover=&quot;" in out
+
+
+def test_answer_links_markers_and_mutes_unsupported_sentences():
+    hits = [Hit(paper("a", "First"), 0.3), Hit(paper("b", "Second <x>"), 0.2)]
+    ans = Answer("q", "q", "Good claim [1]. Weak claim [2].",
+                 [Citation(1, hits[0].paper, True, 0.8, "ev a"),
+                  Citation(2, hits[1].paper, False, 0.2, "ev b")], hits,
+                 sentences=[AnswerSentence("Good claim [1].", [1], True, 0.8),
+                            AnswerSentence("Weak <i>claim</i> [2].", [2], False, 0.2)])
+    out = render.answer_markdown(ans)
+    assert '<a class="pc-cite" href="#card-1" title="First">[1]</a>' in out
+    assert 'href="#card-2" title="Second &lt;x&gt;"' in out
+    assert out.count('class="pc-unsupported"') == 1 and "support 0.20 &lt; 0.50" in out
+    assert "&lt;i&gt;claim&lt;/i&gt;" in out  # model text is shown, never interpreted
+
+
+def test_streaming_links_only_markers_that_point_at_hits():
+    hits = [Hit(paper(), 0.3)]
+    out = render.streaming_markdown("See [1] and [7] and [1, 2].", hits)
+    assert out.count('href="#card-1"') == 2 and "[7]" in out and "#card-7" not in out
+
+
+def test_refusal_says_so_and_lists_the_nearest_papers():
+    hits = [Hit(paper(), 0.01)]
+    ans = Answer("q", "q", "I could not find papers.", [], hits, refused=True)
+    assert "No paper in this index answers this" in render.answer_markdown(ans)
+    html = render.sources_html(hits, answer=ans, refused=True, question="q")
+    assert "None of these papers appears to answer" in html and 'id="card-1"' in html
+
+
+def test_searching_for_shown_only_when_the_question_was_rewritten():
+    hits = [Hit(paper(), 0.3)]
+    assert "Searching for" not in render.sources_html(hits, question="q", standalone="q")
+    out = render.sources_html(hits, question="what did they beat?",
+                              standalone="what did they beat? (about: <A>)")
+    assert "Searching for: what did they beat? (about: &lt;A&gt;)" in out
+
+
+@pytest.mark.parametrize("auth, expected, error", [
+    (None, None, None),
+    ("", None, None),
+    ("alice:s3cret:x", ("alice", "s3cret:x"), None),
+    ("alice:", None, "both a user and a password"),
+    (":pw", None, "both a user and a password"),
+    ("nocolon", None, "USER:PASS or a file"),
+])
+def test_parse_auth(auth, expected, error):
+    if error:
+        with pytest.raises(ui_app.UIConfigError, match=error):
+            ui_app.parse_auth(auth)
+    else:
+        assert ui_app.parse_auth(auth) == expected
+
+
+def test_parse_auth_reads_a_file(tmp_path):
+    f = tmp_path / "auth.txt"
+    f.write_text("bob:pa:ss\n")
+    assert ui_app.parse_auth(str(f)) == ("bob", "pa:ss")
+
+
+@pytest.mark.parametrize("host, loopback", [("127.0.0.1", True), ("127.3.2.1", True),
+                                            ("::1", True), ("localhost", True),
+                                            ("0.0.0.0", False), ("192.168.1.4", False),
+                                            ("example.org", False)])
+def test_is_loopback(host, loopback):
+    assert ui_app.is_loopback(host) is loopback
+
+
+@pytest.mark.parametrize("status, area, expected", [
+    ("any", "any", []), (None, None, []), ("Oral", "any", ["status=oral"]),
+    ("accepted", "optimization", ["status=accepted", "primary_area=optimization"]),
+])
+def test_filters_for(status, area, expected):
+    assert ui_app.filters_for(status, area).as_strings() == expected
+
+
+def test_filters_for_rejects_an_unknown_status():
+    from rag.filters import FilterError
+
+    with pytest.raises(FilterError, match="unknown status"):
+        ui_app.filters_for("best", "any")
+
+
+def test_serve_warns_when_exposed_without_auth(monkeypatch, capsys, settings):
+    launched = {}
+
+    class FakePipeline:
+        def __init__(self, s):
+            self.settings = s
+
+    monkeypatch.setattr("rag.pipeline.Pipeline", FakePipeline)
+    monkeypatch.setattr(ui_app, "build_app", lambda p: object())
+    monkeypatch.setattr(ui_app, "launch", lambda demo, **kw: launched.update(kw))
+    FakePipeline.retriever = type("R", (), {"name": "default", "__len__": lambda s: 0})()
+    FakePipeline.generator = type("G", (), {"name": "g"})()
+
+    assert ui_app.serve(settings, host="0.0.0.0", port=1234) == 0
+    assert "without --auth" in capsys.readouterr().err
+    assert launched["host"] == "0.0.0.0" and launched["auth"] is None
+    assert ui_app.serve(settings, host="127.0.0.1", port=1234, auth="u:p") == 0
+    assert "warning" not in capsys.readouterr().err and launched["auth"] == ("u", "p")
+
+
+# --- the served app, with fakes ---------------------------------------------------------------
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start(pipeline):
+    demo = ui_app.build_app(pipeline)
+    _, url, _ = ui_app.launch(demo, port=free_port(), block=False, quiet=True)
+    return demo, url
+
+
+@pytest.fixture
+def served(fake_index, fake_embedder):
+    """(url, generator, embedder) of the app over the fake index; closed after the test."""
+    from rag.pipeline import Pipeline
+
+    settings, retriever = fake_index
+    generator = ScriptedGenerator()
+    demo, url = start(Pipeline(settings, embedder=fake_embedder, generator=generator,
+                               retriever=retriever))
+    yield url, generator, fake_embedder
+    demo.close()
+
+
+def text(message: dict) -> str:
+    """A chat message's text (Gradio 6 sends content as a list of typed parts)."""
+    content = message["content"]
+    if isinstance(content, str):
+        return content
+    return "".join(part.get("text", "") for part in content if isinstance(part, dict))
+
+
+def client(url):
+    return gradio_client.Client(url, verbose=False, download_files=False)
+
+
+def test_chat_answers_with_sources(served):
+    url, generator, _ = served
+    generator.enqueue("RFTHGS fine-tunes a small LLM to write crossover operators [1].")
+    chat, box, sources, bib, *_ = client(url).predict(
+        "crossover operators for CVRP hybrid genetic search", "any", "any", api_name="/chat")
+    assert [m["role"] for m in chat] == ["user", "assistant"]
+    assert "crossover operators [1]" not in text(chat[1])  # the marker became a link
+    assert 'href="#card-1"' in text(chat[1]) and "RFTHGS" in text(chat[1])
+    assert 'id="card-1"' in sources and "Refining Hybrid Genetic Search for CVRP" in sources
+    assert "openreview.net/forum?id=" + CVRP in sources
+    assert "@inproceedings{" in bib and CVRP in bib
+
+
+def test_ask_endpoint_returns_the_cli_json(served):
+    url, generator, _ = served
+    generator.enqueue("It refines hybrid genetic search [1].")
+    out = client(url).predict("crossover operators for CVRP hybrid genetic search",
+                              "accepted", "optimization", api_name="/ask")
+    assert out["hits"][0]["id"] == CVRP and out["citations"][0]["id"] == CVRP
+    assert out["answer"].startswith("It refines") and "[1] [Refining Hybrid" in out["markdown"]
+
+
+def test_sessions_keep_separate_histories(served):
+    url, generator, _ = served
+    for _ in range(4):
+        generator.enqueue("This paper is about it [1].")
+    a, b = client(url), client(url)
+    jobs = [a.submit("crossover operators for CVRP hybrid genetic search", "any", "any",
+                     api_name="/chat"),
+            b.submit("training dynamics post-training quantization robustness", "any", "any",
+                     api_name="/chat")]
+    first = [j.result(timeout=60) for j in jobs]  # concurrent sessions, serialised generation
+    assert CVRP in first[0][2] and QUANT in first[1][2]
+    chat, _, sources, *_ = b.predict("What baselines did they beat?", "any", "any",
+                                     api_name="/chat")
+    assert "Searching for: What baselines did they beat? (about: Training Dynamics" in sources
+    assert CVRP not in sources.split('id="card-2"')[0]  # B's follow-up is not about A's paper
+    assert len(chat) == 4  # B's two turns only
+    chat_a, *_ = a.predict("What did they propose?", "any", "any", api_name="/chat")
+    assert len(chat_a) == 4 and "Refining Hybrid Genetic Search" in text(chat_a[-1])
+
+
+@pytest.mark.parametrize("question, message", [("   ", "empty"), ("x" * 4001, "limit")])
+def test_bad_question_is_an_error_not_a_crash(served, question, message):
+    url, generator, embedder = served
+    c = client(url)
+    calls = len(embedder.calls)
+    with pytest.raises(gradio_client.exceptions.AppError, match=message):
+        c.predict(question, "any", "any", api_name="/chat")
+    assert len(embedder.calls) == calls and generator.history == []  # nothing retrieved
+    generator.enqueue("Still fine [1].")
+    chat, *_ = c.predict("crossover operators for CVRP hybrid genetic search", "any", "any",
+                         api_name="/chat")
+    assert "Still fine" in text(chat[-1])
+
+
+def test_unknown_status_filter_is_an_error(served):
+    url, _, _ = served
+    with pytest.raises(gradio_client.exceptions.AppError, match="unknown status"):
+        client(url).predict("hybrid genetic search", "<b>best</b>", "any", api_name="/ask")
+
+
+def test_regenerate_and_clear(served):
+    url, generator, _ = served
+    c = client(url)
+    c.predict("any", "any", api_name="/regenerate")  # nothing to redo yet: a warning, no crash
+    generator.enqueue("First try [1].")
+    generator.enqueue("Second try [1].")
+    c.predict("hybrid genetic search for CVRP", "any", "any", api_name="/chat")
+    chat, *_ = c.predict("any", "any", api_name="/regenerate")
+    assert len(chat) == 2 and "Second try" in text(chat[1])
+    chat, *_ = c.predict(api_name="/clear")
+    assert chat == []
+
+
+def test_filters_restrict_the_sources(served):
+    url, generator, _ = served
+    generator.enqueue("Nothing to see [1].")
+    out = client(url).predict("hybrid genetic search", "any", "learning theory", api_name="/ask")
+    assert out["hits"] and all(h["primary_area"] == "learning theory" for h in out["hits"])
+
+
+# --- the real models ------------------------------------------------------------------------
+@pytest.mark.integration
+def test_real_model_answers_a_seed_question(real_settings, real_index, real_embedder,
+                                            real_generator):
+    from rag.pipeline import Pipeline
+
+    demo, url = start(Pipeline(real_settings, embedder=real_embedder, generator=real_generator,
+                               retriever=real_index))
+    try:
+        chat, _, sources, *_ = client(url).predict(
+            "Which paper fine-tunes a small LLM with reinforcement learning to generate "
+            "crossover operators for the CVRP?", "any", "any", api_name="/chat")
+    finally:
+        demo.close()
+    assert chat[-1]["role"] == "assistant" and len(text(chat[-1])) > 20
+    assert 'id="card-1"' in sources and CVRP in sources.split('id="card-2"')[0]

@@ -1,0 +1,443 @@
+"""The Gradio chat: streamed answers beside the cards of the papers they cite.
+
+:func:`build_app` turns a :class:`rag.pipeline.Pipeline` (real backends, or fakes in tests) into a
+``gr.Blocks``; :func:`launch` starts it; :func:`serve` is ``paperchat serve``. Privacy defaults:
+no analytics, no share link, bound to 127.0.0.1, no extra ``allowed_paths``, system fonts only
+(the default theme would fetch Google Fonts), and a warning on stderr when binding another
+address without ``--auth``.
+
+Per browser session (``gr.State``, never global): the list of :class:`rag.conversation.Turn`
+that follow-ups are resolved against, and the session's answers (for export). Generation is
+serialised (one event at a time in the ``generate`` concurrency group) because the in-process
+model is.
+
+Endpoints for ``gradio_client``: ``/chat`` (the UI's own, stateful per client session: returns
+the chat messages, the sources HTML, the BibTeX ...), and ``/ask`` (stateless: question, status,
+primary area -> the ``paperchat ask --json`` object plus ``markdown``).
+"""
+
+from __future__ import annotations
+
+import html
+import ipaddress
+import logging
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Iterator
+
+from rag import offline
+
+offline.enforce()  # before gradio is imported: no analytics, no hub
+
+import gradio as gr  # noqa: E402
+
+from rag.errors import PaperchatError  # noqa: E402
+from ui import render  # noqa: E402
+
+LOG = logging.getLogger("paperchat.ui")
+
+#: Status filter choices (label, value); values are ``Filters`` status words.
+STATUS_CHOICES = [("Any status", "any"), ("Accepted", "accepted"), ("Oral", "oral"),
+                  ("Spotlight", "spotlight"), ("Poster", "poster")]
+ANY = "any"
+#: Answers kept per session (older ones drop out of memory and exports).
+MAX_ANSWERS = 50
+#: Seconds between streamed chat updates (tokens arriving faster are batched).
+STREAM_EVERY = 0.05
+LOOPBACK_NAMES = {"localhost", "localhost.localdomain", "ip6-localhost"}
+
+
+class UIConfigError(PaperchatError):
+    """``--auth`` is neither ``USER:PASS`` nor a file holding it."""
+
+
+# --- small pure helpers -----------------------------------------------------------------------
+def filters_for(status: str | None, area: str | None):
+    """:class:`rag.filters.Filters` for the two dropdowns (``"any"``/empty means no filter).
+
+    Raises:
+        rag.filters.FilterError: a status that is not one of :data:`STATUS_CHOICES`.
+    """
+    from rag.filters import FilterError, Filters
+
+    items = []
+    status = (status or ANY).strip().lower()
+    if status != ANY:
+        if status not in {v for _, v in STATUS_CHOICES}:
+            raise FilterError(f"unknown status filter {status!r}; use one of "
+                              f"{', '.join(v for _, v in STATUS_CHOICES)}")
+        items.append(f"status={status}")
+    area = (area or ANY).strip()
+    if area and area.lower() != ANY:
+        items.append(f"primary_area={area}")
+    return Filters.parse(items)
+
+
+def area_choices(retriever) -> list[tuple[str, str]]:
+    """``("Any primary area", "any")`` then each primary area of the index with its paper count,
+    most common first (from the index catalog; counted from ``retriever.papers`` if it has none)."""
+    counts: list[tuple[str, int]] = []
+    try:
+        from index.catalog import Catalog
+
+        path = retriever.settings.index_dir(retriever.name) / "papers.sqlite"
+        if path.exists():
+            counts = Catalog(path).facet_values("primary_area")
+    except Exception:  # noqa: BLE001 - a missing catalog only loses the counts' source
+        LOG.debug("no catalog for facets", exc_info=True)
+    if not counts:
+        tally: dict[str, int] = {}
+        for p in getattr(retriever, "papers", {}).values():
+            if p.primary_area:
+                tally[p.primary_area] = tally.get(p.primary_area, 0) + 1
+        counts = sorted(tally.items(), key=lambda kv: (-kv[1], kv[0]))
+    return [("Any primary area", ANY)] + [(f"{a} ({n})", a) for a, n in counts]
+
+
+def parse_auth(auth: str | None) -> tuple[str, str] | None:
+    """``"user:pass"``, or the path of a file whose first line is that, as a pair.
+
+    Raises:
+        UIConfigError: anything else (the message says the expected form).
+    """
+    if not auth:
+        return None
+    text = auth
+    path = Path(auth).expanduser()
+    if ":" not in auth or path.is_file():
+        try:
+            text = path.read_text(encoding="utf-8").strip().splitlines()[0]
+        except (OSError, IndexError):
+            raise UIConfigError("--auth takes USER:PASS or a file holding USER:PASS; "
+                                f"{auth!r} is neither") from None
+    user, _, password = text.strip().partition(":")
+    if not user or not password:
+        raise UIConfigError("--auth needs both a user and a password: USER:PASS")
+    return user, password
+
+
+def is_loopback(host: str) -> bool:
+    """True for 127.0.0.0/8, ::1 and the usual names of this machine's loopback."""
+    if host.lower() in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def turn_for(answer):
+    """The :class:`Turn` an answer leaves for follow-ups: its cited papers, else its hits (none
+    for a refusal: no paper is under discussion)."""
+    from rag.conversation import Turn
+
+    papers = [] if answer.refused else ([c.paper for c in answer.citations] or
+                                        [h.paper for h in answer.hits])
+    return Turn(answer.question, answer.standalone_question, papers)
+
+
+def chat_messages(answers, threshold: float) -> list[dict]:
+    """Chatbot messages (Gradio's ``{"role", "content"}`` format) for finished answers."""
+    out = []
+    for ans in answers:
+        out.append({"role": "user", "content": render.user_markdown(ans.question)})
+        out.append({"role": "assistant", "content": render.answer_markdown(ans, threshold)})
+    return out
+
+
+def _gr_error(exc: Exception, title: str = "paperchat"):
+    # gr.Error renders its message as HTML: escape it (filter values come from the client)
+    return gr.Error(html.escape(str(exc)), title=title, print_exception=False)
+
+
+# --- the app --------------------------------------------------------------------------------------
+class ChatApp:
+    """The event handlers, bound to one pipeline. Holds no per-user state."""
+
+    def __init__(self, pipeline, files_dir: Path | None = None):
+        self.pipeline = pipeline
+        self.settings = pipeline.settings
+        self.retriever = pipeline.retriever
+        self.generator = pipeline.generator
+        self.files_dir = Path(files_dir or tempfile.mkdtemp(prefix="paperchat-ui-"))
+
+    # -- exports -----------------------------------------------------------------------------
+    def write_exports(self, answers, session: str | None) -> dict[str, str]:
+        """Write the session's .bib (cited, all retrieved) and .md files; return their paths.
+
+        Files live in ``<files_dir>/<session>/`` (one set per session, overwritten per answer);
+        Gradio copies what it serves into its own cache.
+        """
+        from rag.export import bibtex, cited_papers, conversation_markdown, retrieved_papers
+
+        folder = self.files_dir / (session or "anonymous").replace("/", "_")
+        folder.mkdir(parents=True, exist_ok=True)
+        cited = bibtex(cited_papers(answers)) or "% no paper cited yet\n"
+        paths = {
+            "cited": folder / "paperchat-cited.bib",
+            "all": folder / "paperchat-retrieved.bib",
+            "md": folder / "paperchat-conversation.md",
+        }
+        paths["cited"].write_text(cited, encoding="utf-8")
+        paths["all"].write_text(bibtex(retrieved_papers(answers)) or "% no paper retrieved\n",
+                                encoding="utf-8")
+        paths["md"].write_text(conversation_markdown(answers, index=self.retriever.name,
+                                                     model=self.generator.name), encoding="utf-8")
+        return {k: str(v) for k, v in paths.items()} | {"cited_text": cited}
+
+    # -- answering -----------------------------------------------------------------------------
+    def stream(self, question, status, area, turns, answers, session=None
+               ) -> Iterator[dict[str, object]]:
+        """Answer one question, yielding partial UI states as plain dicts:
+        ``chat`` (messages), ``sources`` (HTML), and at the end ``turns``, ``answers`` and
+        ``exports`` (paths). Raises ``gr.Error`` for bad input, before any retrieval."""
+        from rag.answer import DoneEvent, HitsEvent, TokenEvent, answer_stream, check_question
+
+        try:
+            question = check_question(question, self.settings.max_question_chars)
+            filters = filters_for(status, area)
+        except PaperchatError as exc:
+            raise _gr_error(exc, "Cannot ask that") from None
+        turns, answers = list(turns or []), list(answers or [])
+        past = chat_messages(answers, self.settings.support_threshold)
+        user = {"role": "user", "content": render.user_markdown(question)}
+        yield {"chat": past + [user, {"role": "assistant", "content": "_Searching the papers…_"}]}
+
+        events = answer_stream(question, retriever=self.retriever, generator=self.generator,
+                               settings=self.settings, filters=filters, history=turns)
+        hits, standalone, text, final, last = [], question, "", None, 0.0
+        try:
+            for ev in events:
+                if isinstance(ev, HitsEvent):
+                    hits, standalone = ev.hits, ev.standalone_question
+                    bubble = render.streaming_markdown("", hits, standalone, question)
+                    yield {"chat": past + [user, {"role": "assistant", "content": bubble}],
+                           "sources": render.sources_html(hits, refused=ev.refused,
+                                                          question=question, standalone=standalone,
+                                                          pending=not ev.refused)}
+                elif isinstance(ev, TokenEvent):
+                    text += ev.text
+                    now = time.monotonic()
+                    if now - last >= STREAM_EVERY:
+                        last = now
+                        bubble = render.streaming_markdown(text, hits, standalone, question)
+                        yield {"chat": past + [user, {"role": "assistant", "content": bubble}]}
+                elif isinstance(ev, DoneEvent):
+                    final = ev.answer
+        except PaperchatError as exc:
+            raise _gr_error(exc) from None
+        except Exception:
+            LOG.exception("answering %r failed", question[:200])
+            raise _gr_error(RuntimeError("internal error while answering; the server log has "
+                                         "the details")) from None
+        finally:
+            events.close()  # a Stop closes this generator: stop the model too
+        answers = (answers + [final])[-MAX_ANSWERS:]
+        turns = (turns + [turn_for(final)])[-MAX_ANSWERS:]
+        yield {"chat": chat_messages(answers, self.settings.support_threshold),
+               "sources": render.sources_html(final.hits, answer=final, refused=final.refused,
+                                              question=question,
+                                              standalone=final.standalone_question),
+               "turns": turns, "answers": answers, "final": final,
+               "exports": self.write_exports(answers, session)}
+
+    def ask(self, question: str, status: str = ANY, area: str = ANY) -> dict:
+        """Stateless: the ``paperchat ask --json`` object for one question, plus ``markdown``
+        (the answer and its references, as the conversation export writes them)."""
+        from rag.cli import answer_json
+        from rag.export import conversation_markdown
+
+        final = None
+        for part in self.stream(question, status, area, [], []):
+            final = part.get("final", final)
+        out = answer_json(final)
+        out["markdown"] = conversation_markdown([final])
+        return out
+
+
+def build_app(pipeline) -> gr.Blocks:
+    """The chat UI over ``pipeline`` (its retriever is opened and its model loaded now).
+
+    The Blocks has no queue set up yet: :func:`launch` does that (concurrency 1 for generation).
+    """
+    app = ChatApp(pipeline)
+    settings, retriever, generator = app.settings, app.retriever, app.generator
+    idle_sources = render.sources_html([])
+
+    with gr.Blocks(analytics_enabled=False, title="paperchat",
+                   delete_cache=(3600, 3600)) as demo:
+        demo.paperchat = app  # for tests and tools
+        turns = gr.State([])
+        answers = gr.State([])
+        last_question = gr.State("")
+
+        gr.HTML(render.header_html(retriever.name, len(retriever), generator.name),
+                elem_id="pc-header")
+        with gr.Row(equal_height=False):
+            with gr.Column(scale=3, min_width=420):
+                chatbot = gr.Chatbot(
+                    label="Chat", elem_id="pc-chat", height=540,
+                    latex_delimiters=render.LATEX_DELIMITERS, sanitize_html=True,
+                    feedback_options=None, buttons=["copy"], allow_file_downloads=False,
+                    placeholder=("**Ask about the papers in this index.** Answers cite papers "
+                                 "as [n]; click a number to see the paper and its evidence."))
+                with gr.Row(equal_height=True):
+                    question = gr.Textbox(placeholder="e.g. Which papers fine-tune an LLM to "
+                                          "design heuristics for vehicle routing?",
+                                          show_label=False, lines=1, max_lines=6, scale=8,
+                                          elem_id="pc-question", autofocus=True, container=False)
+                    send = gr.Button("Ask", variant="primary", scale=1, min_width=90,
+                                     elem_id="pc-send")
+                with gr.Row(equal_height=True, elem_id="pc-controls"):
+                    status = gr.Dropdown(STATUS_CHOICES, value=ANY, label="Status",
+                                         elem_id="pc-status", scale=2, min_width=130)
+                    area = gr.Dropdown(area_choices(retriever), value=ANY, label="Primary area",
+                                       elem_id="pc-area", scale=3, min_width=160)
+                    with gr.Column(scale=2, min_width=150, elem_id="pc-actions"):
+                        stop = gr.Button("■ Stop", size="sm", elem_id="pc-stop")
+                        with gr.Row():
+                            regen = gr.Button("Regenerate", size="sm", elem_id="pc-regen",
+                                              min_width=60)
+                            clear = gr.Button("Clear", size="sm", elem_id="pc-clear",
+                                              min_width=60)
+                with gr.Accordion("Export: BibTeX and Markdown", open=False, elem_id="pc-export"):
+                    with gr.Row():
+                        dl_cited = gr.DownloadButton("Download .bib (cited)", interactive=False,
+                                                     size="sm", elem_id="pc-dl-cited")
+                        dl_all = gr.DownloadButton("Download .bib (all retrieved)",
+                                                   interactive=False, size="sm",
+                                                   elem_id="pc-dl-all")
+                        dl_md = gr.DownloadButton("Conversation (.md)", interactive=False,
+                                                  size="sm", elem_id="pc-dl-md")
+                    bib = gr.Textbox(label="BibTeX of the cited papers", lines=6, max_lines=14,
+                                     interactive=False, buttons=["copy"], elem_id="pc-bib")
+            with gr.Column(scale=2, min_width=340, elem_id="pc-sources-col"):
+                sources = gr.HTML(idle_sources, elem_id="pc-sources", js_on_load=None)
+
+        outputs = [chatbot, question, sources, turns, answers, last_question, bib, dl_cited,
+                   dl_all, dl_md]
+
+        def to_updates(part: dict, *, first: bool = False) -> dict:
+            upd: dict = {chatbot: part["chat"]}
+            if first:
+                upd[question] = ""
+            if "sources" in part:
+                upd[sources] = part["sources"]
+            if "exports" in part:
+                ex = part["exports"]
+                upd.update({turns: part["turns"], answers: part["answers"],
+                            bib: ex["cited_text"],
+                            dl_cited: gr.DownloadButton(value=ex["cited"], interactive=True),
+                            dl_all: gr.DownloadButton(value=ex["all"], interactive=True),
+                            dl_md: gr.DownloadButton(value=ex["md"], interactive=True)})
+            return upd
+
+        def chat(q, st, ar, tr, an, request: gr.Request):
+            session = getattr(request, "session_hash", None)
+            first = True
+            for part in app.stream(q, st, ar, tr, an, session):
+                upd = to_updates(part, first=first)
+                if first:
+                    upd[last_question] = q
+                first = False
+                yield upd
+
+        def regenerate(st, ar, tr, an, lq, request: gr.Request):
+            tr, an = list(tr or []), list(an or [])
+            q = lq or (an[-1].question if an else "")
+            if not q:
+                gr.Warning("Nothing to regenerate yet: ask a question first.")
+                return
+            if an and an[-1].question == q:
+                an, tr = an[:-1], tr[:-1]
+            session = getattr(request, "session_hash", None)
+            for part in app.stream(q, st, ar, tr, an, session):
+                yield to_updates(part)
+
+        def stopped(messages):
+            """Mark a stopped answer as such (it stays on screen, but out of the memory)."""
+            messages = list(messages or [])
+            if messages and messages[-1].get("role") == "assistant":
+                last = dict(messages[-1])
+                parts = last.get("content")
+                text = (parts if isinstance(parts, str) else
+                        "".join(p.get("text", "") for p in parts or [] if isinstance(p, dict)))
+                if text.endswith(render.CURSOR):
+                    last["content"] = render.stopped_markdown(text)
+                    messages[-1] = last
+            return messages
+
+        def reset():
+            return {chatbot: [], question: "", sources: idle_sources, turns: [], answers: [],
+                    last_question: "", bib: "",
+                    dl_cited: gr.DownloadButton(value=None, interactive=False),
+                    dl_all: gr.DownloadButton(value=None, interactive=False),
+                    dl_md: gr.DownloadButton(value=None, interactive=False)}
+
+        common = dict(outputs=outputs, concurrency_limit=1, concurrency_id="generate",
+                      show_progress="minimal")
+        ev_submit = question.submit(chat, [question, status, area, turns, answers],
+                                    api_name="chat", **common)
+        ev_send = send.click(chat, [question, status, area, turns, answers],
+                             api_visibility="private", **common)
+        ev_regen = regen.click(regenerate, [status, area, turns, answers, last_question],
+                               api_name="regenerate", **common)
+        stop.click(stopped, chatbot, chatbot, cancels=[ev_submit, ev_send, ev_regen],
+                   queue=False, api_visibility="private")
+        clear.click(reset, None, outputs, queue=False, api_name="clear",
+                    cancels=[ev_submit, ev_send, ev_regen])
+
+        def ask(question: str, status: str = ANY, area: str = ANY) -> dict:
+            """Answer one question (no conversation memory). status: any, accepted, oral,
+            spotlight or poster; area: a primary area or any. Returns the `paperchat ask --json`
+            object plus `markdown`."""
+            return app.ask(question, status, area)
+
+        gr.api(ask, api_name="ask", concurrency_limit=1, concurrency_id="generate")
+    return demo
+
+
+def theme():
+    """Gradio's default look with the system's fonts (no font is fetched from the network)."""
+    return gr.themes.Default(
+        primary_hue="indigo", neutral_hue="slate",
+        font=["system-ui", "-apple-system", "Segoe UI", "Roboto", "Helvetica", "Arial",
+              "sans-serif"],
+        font_mono=["ui-monospace", "SFMono-Regular", "Menlo", "Consolas", "monospace"])
+
+
+def launch(demo, *, host: str = "127.0.0.1", port: int = 7860, auth=None, block: bool = True,
+           quiet: bool = False):
+    """Queue and launch ``demo``; returns Gradio's ``(app, local_url, share_url)``.
+
+    ``block=False`` returns at once with the server running in a thread (tests).
+    """
+    demo.queue(default_concurrency_limit=1, max_size=64)
+    return demo.launch(
+        server_name=host, server_port=port, share=False, auth=auth, inbrowser=False,
+        prevent_thread_lock=not block, show_error=False, allowed_paths=[], quiet=quiet,
+        ssr_mode=False, mcp_server=False, pwa=False, enable_monitoring=False,
+        footer_links=["api", "settings"], theme=theme(), css=render.CSS)
+
+
+def serve(settings, host: str = "127.0.0.1", port: int = 7860, auth: str | None = None) -> int:
+    """``paperchat serve``: load the index and model, then serve until Ctrl-C. Returns 0.
+
+    Raises:
+        PaperchatError: a bad ``--auth``, a missing index or model (before anything listens).
+    """
+    from rag.pipeline import Pipeline
+
+    credentials = parse_auth(auth)
+    if credentials is None and not is_loopback(host):
+        print(f"paperchat: warning: serving on {host} without --auth: anyone who can reach "
+              f"port {port} can use this chat and its model; add --auth USER:PASS or bind "
+              "127.0.0.1", file=sys.stderr)
+    pipeline = Pipeline(settings)
+    demo = build_app(pipeline)
+    print(f"paperchat: index {pipeline.retriever.name!r} ({len(pipeline.retriever)} papers), "
+          f"model {pipeline.generator.name}", file=sys.stderr)
+    launch(demo, host=host, port=port, auth=credentials, block=True)
+    return 0
