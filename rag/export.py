@@ -181,7 +181,8 @@ def answer_markdown_text(answer: Answer) -> str:
     """The answer as Markdown: sentences without support marked with ``(unsupported)``."""
     if answer.refused or not answer.sentences:
         return answer.text
-    return " ".join(s.text if s.supported else f"*(unsupported)* {s.text}" for s in answer.sentences)
+    return " ".join(s.text if s.supported else f"*(unsupported)* {s.text}"
+                    for s in answer.sentences)
 
 
 def conversation_markdown(answers: Sequence[Answer], *, index: str = "", model: str = "") -> str:
@@ -201,8 +202,8 @@ def conversation_markdown(answers: Sequence[Answer], *, index: str = "", model: 
         if refs:
             lines += ["**Nearest papers (none answers the question)**" if ans.refused
                       else "**References**", ""]
-            lines += [f"[{n}] [{_md_link_text(p.title)}]({p.openreview_url}) {_ref_tail(p)}".rstrip()
-                      + "  " for n, p in refs]
+            lines += [f"[{n}] [{_md_link_text(p.title)}]({p.openreview_url}) "
+                      f"{_ref_tail(p)}".rstrip() + "  " for n, p in refs]
             lines.append("")
     papers = cited_papers(answers)
     if papers:

@@ -5,7 +5,8 @@ Each test starts ``paperchat serve`` as a subprocess on a free loopback port wit
 person would. Every request to a non-loopback address is blocked and recorded: the page must not
 need the network (fonts, analytics, CDNs).
 
-Needs ``/usr/bin/chromium``: ``apt-get install -y chromium chromium-driver`` (``make browser-deps``).
+Needs ``/usr/bin/chromium``: ``apt-get install -y chromium chromium-driver``
+(``make browser-deps``).
 """
 
 from __future__ import annotations
@@ -186,7 +187,8 @@ def test_seed_question_streams_answer_cards_citations_and_bibtex(watched, home, 
     try:
         page = watched.page
         page.goto(server.url)
-        assert "19 papers" in page.inner_text("#pc-header")
+        n_seed = sum(1 for line in (ROOT / "data" / "seed_papers.jsonl").open() if line.strip())
+        assert f"{n_seed} papers" in page.inner_text("#pc-header")
         watched.ask("Which paper fine-tunes an LLM with reinforcement learning to generate "
                     "crossover operators for CVRP?")
         cards = page.query_selector_all("#pc-sources article.pc-card")
@@ -244,6 +246,9 @@ def test_xss_corpus_shows_payloads_as_text(watched, home, tmp_path):
         page = watched.page
         page.goto(server.url)
         assert "4 papers" in page.inner_text("#pc-header")
+        page.click("#pc-area input")  # the primary-area choices come from the index too
+        page.get_by_text("optimization <i onmouseover=alert('area')>x</i> (1)").wait_for()
+        page.keyboard.press("Escape")
         question = "<img src=x onerror=alert('q')> robust graph sparsifiers and adversarial images"
         watched.ask(question)
         page.hover("#pc-sources")
@@ -272,6 +277,8 @@ def test_xss_corpus_shows_payloads_as_text(watched, home, tmp_path):
         shot = tmp_path / "paperchat-xss.png"
         page.screenshot(path=str(shot), full_page=True)
         print(f"\nscreenshot: {shot}")
+        assert page.evaluate("document.querySelectorAll('[onerror],[onload],[onmouseover]')"
+                             ".length") == 0
         assert watched.dialogs == [], f"a payload ran: {watched.dialogs}"
         assert watched.external == [] and watched.errors == []
     finally:

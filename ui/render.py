@@ -73,11 +73,13 @@ def card_html(n: int, hit: Hit, citation: Citation | None = None) -> str:
         evidence += "</p>"
     meta = []
     if paper.status:
-        meta.append(f'<span class="pc-badge {status_class(paper.status)}">{esc(paper.status)}</span>')
+        badge = status_class(paper.status)
+        meta.append(f'<span class="pc-badge {badge}">{esc(paper.status)}</span>')
     if paper.primary_area:
         meta.append(f'<span class="pc-area">{esc(paper.primary_area)}</span>')
     meta.append(f'<span class="pc-score" title="fused retrieval score (higher is better); '
-                f'cosine similarity of the best chunk {hit.dense:.2f}">score {hit.score:.3f}</span>')
+                f'cosine similarity of the best chunk {hit.dense:.2f}">'
+                f'score {hit.score:.3f}</span>')
     cited = ""
     classes = "pc-card"
     if citation is not None:
