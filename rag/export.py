@@ -181,7 +181,11 @@ def answer_markdown_text(answer: Answer) -> str:
     """The answer as Markdown: sentences without support marked with ``(unsupported)``."""
     if answer.refused or not answer.sentences:
         return answer.text
-    return " ".join(s.text if s.supported else f"*(unsupported)* {s.text}"
+    table = ""
+    if answer.comparison is not None:  # the extractive table precedes the checked synthesis
+        head = answer.text.partition("\n\n")[0]
+        table = head + "\n\n" if head.lstrip().startswith("|") else ""
+    return table + " ".join(s.text if s.supported else f"*(unsupported)* {s.text}"
                     for s in answer.sentences)
 
 

@@ -142,6 +142,14 @@ def test_conversation_markdown_has_questions_answers_and_references():
     assert [e.key for e in parse(bib).entries] == ["doe2026refining"]
 
 
+def test_comparison_table_is_exported():
+    ans = make_answer()
+    table = "| | [1] A | [2] B |\n|---|---|---|\n| Approach | x | y |"
+    ans.text, ans.comparison = table + "\n\n" + ans.text, [["", "[1] A", "[2] B"]]
+    md = export.conversation_markdown([ans])
+    assert table + "\n\nRFTHGS refines HGS [1]. *(unsupported)* Moon cheese." in md
+
+
 def test_markdown_link_text_escapes_brackets():
     ans = make_answer()
     ans.citations[0].paper.title = "A [bracketed] title"

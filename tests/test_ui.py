@@ -62,6 +62,17 @@ def test_answer_links_markers_and_mutes_unsupported_sentences():
     assert "&lt;i&gt;claim&lt;/i&gt;" in out  # model text is shown, never interpreted
 
 
+def test_comparison_answer_keeps_its_table():
+    hits = [Hit(paper("a", "First"), 0.3), Hit(paper("b", "Second"), 0.2)]
+    table = "| | [1] First | [2] Second |\n|---|---|---|\n| Approach | a <b> | b |"
+    ans = Answer("compare a and b", "compare a and b", table + "\n\nThey differ [1].", [], hits,
+                 sentences=[AnswerSentence("They differ [1].", [1], True, 0.9)],
+                 comparison=[["", "[1] First", "[2] Second"], ["Approach", "a <b>", "b"]])
+    out = render.answer_markdown(ans)
+    assert out.startswith("| | <a class=\"pc-cite\" href=\"#card-1\"")
+    assert "| Approach | a &lt;b&gt; | b |\n\nThey differ" in out
+
+
 def test_streaming_links_only_markers_that_point_at_hits():
     hits = [Hit(paper(), 0.3)]
     out = render.streaming_markdown("See [1] and [7] and [1, 2].", hits)

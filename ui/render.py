@@ -178,6 +178,8 @@ def answer_markdown(answer: Answer, threshold: float = 0.5) -> str:
         return prefix + "**No paper in this index answers this.** " + _text(answer.text)
     if not answer.sentences:
         return prefix + link_markers(_text(answer.text), answer.hits)
+    if answer.comparison is not None:  # the extractive table precedes the checked synthesis
+        prefix += link_markers(_text(comparison_table(answer)), answer.hits) + "\n\n"
     parts = []
     for s in answer.sentences:
         body = link_markers(_text(s.text), answer.hits)
@@ -192,6 +194,14 @@ def answer_markdown(answer: Answer, threshold: float = 0.5) -> str:
             parts.append(f'<span class="pc-unsupported" title="{esc(tip)}">'
                          f'<span class="pc-flag" aria-label="unsupported">(?)</span> {body}</span>')
     return prefix + " ".join(parts)
+
+
+def comparison_table(answer: Answer) -> str:
+    """The Markdown table that opens a comparison answer's text (``""`` for other answers)."""
+    if answer.comparison is None:
+        return ""
+    head = answer.text.partition("\n\n")[0]
+    return head if head.lstrip().startswith("|") else ""
 
 
 def _searching(standalone: str, question: str) -> str:
@@ -255,4 +265,7 @@ CSS = """
 .pc-stopped { color: var(--body-text-color-subdued); font-size: 0.85em; font-style: italic; }
 .pc-flag { font-size: 0.8em; font-weight: 700; color: #b45309; }
 #pc-sources-col { max-height: 78vh; overflow-y: auto; }
+#pc-chat table { font-size: 0.9em; }
+#pc-chat td:first-child, #pc-chat th:first-child { min-width: 7em; word-break: normal;
+  overflow-wrap: normal; font-weight: 600; }
 """
