@@ -1,7 +1,18 @@
 """The vector store: a thin wrapper over one Chroma collection of chunks (STYLE.md 1).
 
 Embedded (``chromadb.PersistentClient`` under the index directory) by default, or a Chroma server
-(``chromadb.HttpClient``) when ``settings.chroma_url`` is set. The collection uses cosine space,
+(``chromadb.HttpClient``) when ``settings.chroma_url`` is set. In server mode only the chunks live
+on the server (collection ``paperchat-<index name>``); the catalog, the BM25 index and the manifest
+stay in the local index directory.
+
+Server timeouts: chromadb's HTTP client has none (``httpx.Client(timeout=None)``, chromadb 1.5), so
+a server that accepts connections but never answers would hang every call. Before creating the
+client, a ``GET /api/v2/heartbeat`` with :data:`CONNECT_TIMEOUT_S` checks the server; then the
+client's session gets :data:`CONNECT_TIMEOUT_S` to connect and ``timeout_s`` (default
+:data:`REQUEST_TIMEOUT_S`) per request. A server that is down, hung, or goes away mid-session
+raises :class:`BackendUnavailableError` within those bounds, never a hang or a raw httpx error.
+
+The collection uses cosine space,
 so Chroma's distance ``d`` is ``1 - cosine similarity``; :meth:`ChromaStore.query` returns the
 similarity. Chunk ids are ``<paper id>#<n>``; each chunk's metadata holds ``paper_id``, ``n``
 and the filterable paper fields (``status``, ``primary_area``, ``venue``, ``year``, ``accepted``,
@@ -10,6 +21,8 @@ and the filterable paper fields (``status``, ``primary_area``, ``venue``, ``year
 
 from __future__ import annotations
 
+import contextlib
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
@@ -17,9 +30,20 @@ from typing import Any, Sequence
 import numpy as np
 
 from rag import offline
-from rag.errors import BackendUnavailableError
+from rag.errors import BackendUnavailableError, IndexNotFoundError
 
 COLLECTION = "chunks"
+#: Seconds to open a connection to a Chroma server (and for the startup heartbeat).
+CONNECT_TIMEOUT_S = 5.0
+#: Seconds one request to a Chroma server may take (a 5,000-chunk upsert takes ~1 s here).
+REQUEST_TIMEOUT_S = 30.0
+
+
+class CollectionMissingError(IndexNotFoundError, KeyError):
+    """The index's collection is not in the store (``create=False``). Also a ``KeyError``."""
+
+    def __str__(self) -> str:  # KeyError would repr() the message
+        return str(self.args[0]) if self.args else ""
 
 
 @dataclass
@@ -31,7 +55,49 @@ class ChunkMatch:
     similarity: float
 
 
-def _client(path: Path | None, url: str | None):
+def _server_down(url: str, exc: BaseException | str, timeout_s: float) -> BackendUnavailableError:
+    reason = exc if isinstance(exc, str) else (f"{type(exc).__name__}: {exc}" if str(exc)
+                                                else type(exc).__name__)
+    return BackendUnavailableError(
+        f"the Chroma server at {url} did not answer within {timeout_s:g} s ({reason}); start it "
+        "(chroma run --path DIR --port PORT) or unset PAPERCHAT_CHROMA_URL to use the embedded "
+        "store")
+
+
+def heartbeat(url: str, timeout_s: float = CONNECT_TIMEOUT_S) -> None:
+    """Check that a Chroma server answers ``GET /api/v2/heartbeat`` within ``timeout_s`` seconds
+    (standard library, no proxy).
+
+    Raises:
+        BackendUnavailableError: refused, silent past the timeout, or not a Chroma server.
+    """
+    import http.client
+    from urllib.parse import urlsplit
+
+    u = urlsplit(url)
+    if u.scheme not in ("http", "https") or not u.hostname:
+        raise BackendUnavailableError(f"PAPERCHAT_CHROMA_URL must look like http://host:port, "
+                                      f"got {url!r}")
+    cls = http.client.HTTPSConnection if u.scheme == "https" else http.client.HTTPConnection
+    conn = cls(u.hostname, u.port or (443 if u.scheme == "https" else 8000), timeout=timeout_s)
+    try:
+        conn.request("GET", u.path.rstrip("/") + "/api/v2/heartbeat")
+        resp = conn.getresponse()
+        body = resp.read(1000)
+    except (OSError, http.client.HTTPException) as exc:
+        raise _server_down(url, exc, timeout_s) from None
+    finally:
+        conn.close()
+    try:
+        ok = resp.status == 200 and "nanosecond heartbeat" in json.loads(body)
+    except (ValueError, TypeError):
+        ok = False
+    if not ok:
+        raise _server_down(url, f"HTTP {resp.status} without a Chroma heartbeat: is this a "
+                                "Chroma server?", timeout_s)
+
+
+def _client(path: Path | None, url: str | None, timeout_s: float = REQUEST_TIMEOUT_S):
     offline.enforce()
     import chromadb
     from chromadb.config import Settings as ChromaSettings
@@ -40,16 +106,49 @@ def _client(path: Path | None, url: str | None):
     if url:
         from urllib.parse import urlparse
 
+        heartbeat(url, min(CONNECT_TIMEOUT_S, timeout_s))
         u = urlparse(url)
-        try:
-            return chromadb.HttpClient(host=u.hostname or "127.0.0.1", port=u.port or 8000,
-                                       ssl=u.scheme == "https", settings=chroma_settings)
-        except Exception as exc:  # chromadb raises ValueError/ConnectionError variants
-            raise BackendUnavailableError(f"the Chroma server at {url} did not answer ({exc}); "
-                                          "start it or unset PAPERCHAT_CHROMA_URL") from None
+        with _guard(url, timeout_s):
+            client = chromadb.HttpClient(host=u.hostname or "127.0.0.1", port=u.port or 8000,
+                                         ssl=u.scheme == "https", settings=chroma_settings)
+        _set_timeouts(client, timeout_s)
+        return client
     assert path is not None
     path.mkdir(parents=True, exist_ok=True)
     return chromadb.PersistentClient(path=str(path), settings=chroma_settings)
+
+
+def _set_timeouts(client, timeout_s: float) -> None:
+    """Give the HTTP client's httpx session finite timeouts (chromadb leaves them at None).
+
+    Reaches into ``client._server._session`` (chromadb 1.x); if a later chromadb moves it, only
+    the startup heartbeat bounds the wait, which a test notices (tests/test_faults.py).
+    """
+    import httpx
+
+    session = getattr(getattr(client, "_server", None), "_session", None)
+    if isinstance(session, httpx.Client):
+        session.timeout = httpx.Timeout(timeout_s, connect=min(CONNECT_TIMEOUT_S, timeout_s))
+
+
+@contextlib.contextmanager
+def _guard(url: str | None, timeout_s: float):
+    """Turn a Chroma server's transport failures into :class:`BackendUnavailableError`
+    (embedded mode: no-op)."""
+    if not url:
+        yield
+        return
+    import httpx
+
+    try:
+        yield
+    except httpx.TransportError as exc:  # connect/read timeouts, refused, reset, protocol
+        raise _server_down(url, exc, timeout_s) from None
+    except ValueError as exc:
+        # chromadb: "Could not connect to a Chroma server. Are you sure it is running?"
+        if "connect" in str(exc).lower():
+            raise _server_down(url, exc, timeout_s) from None
+        raise
 
 
 class ChromaStore:
@@ -60,23 +159,45 @@ class ChromaStore:
         url: Chroma server URL; the collection is then named ``<collection>`` on that server.
         collection: collection name (one per index when sharing a server).
         create: create the collection when missing (index builds) or not (queries).
+        timeout_s: seconds per request to a Chroma server (connecting: at most
+            :data:`CONNECT_TIMEOUT_S`).
     Raises:
-        BackendUnavailableError: the Chroma server does not answer.
-        KeyError: ``create`` is False and the collection does not exist.
+        BackendUnavailableError: the Chroma server does not answer within the timeouts (here or
+            from any later method).
+        CollectionMissingError: ``create`` is False and the collection does not exist (a
+            ``KeyError`` and an ``IndexNotFoundError``).
     """
 
     def __init__(self, path: Path | None, *, url: str | None = None, collection: str = COLLECTION,
-                 create: bool = True, metadata: dict[str, Any] | None = None):
-        self._client = _client(path, url)
+                 create: bool = True, metadata: dict[str, Any] | None = None,
+                 timeout_s: float = REQUEST_TIMEOUT_S):
+        self._url = url
+        self._timeout_s = timeout_s
+        self._client = _client(path, url, timeout_s)
         if create:
-            self._col = self._client.get_or_create_collection(
-                collection, configuration={"hnsw": {"space": "cosine"}},
-                metadata=metadata or None, embedding_function=None)
+            with self._guarded():
+                self._col = self._client.get_or_create_collection(
+                    collection, configuration={"hnsw": {"space": "cosine"}},
+                    metadata=metadata or None, embedding_function=None)
         else:
             try:
-                self._col = self._client.get_collection(collection, embedding_function=None)
+                with self._guarded():
+                    self._col = self._client.get_collection(collection, embedding_function=None)
+            except BackendUnavailableError:
+                raise
             except Exception as exc:
-                raise KeyError(collection) from exc
+                where = f"on the Chroma server at {url}" if url else f"in {path}"
+                hint = ("was it built embedded (without --chroma-url)? Otherwise rebuild it "
+                        "with paperchat index PATH --name NAME --chroma-url URL" if url else
+                        "was it built on a Chroma server? Then pass the same --chroma-url (or "
+                        "PAPERCHAT_CHROMA_URL); otherwise rebuild it with paperchat index PATH "
+                        "--name NAME")
+                raise CollectionMissingError(
+                    f"the index's chunks (collection {collection!r}) are not {where}; {hint}"
+                ) from exc
+
+    def _guarded(self):
+        return _guard(self._url, self._timeout_s)
 
     @property
     def metadata(self) -> dict[str, Any]:
@@ -84,27 +205,31 @@ class ChromaStore:
 
     def count(self) -> int:
         """Number of chunks stored."""
-        return int(self._col.count())
+        with self._guarded():
+            return int(self._col.count())
 
     def upsert(self, ids: Sequence[str], embeddings: np.ndarray, documents: Sequence[str],
                metadatas: Sequence[dict[str, Any]]) -> None:
         """Insert or replace chunks; ``embeddings`` shape (len(ids), dim) float32."""
         if len(ids):
-            self._col.upsert(ids=list(ids), embeddings=np.asarray(embeddings, dtype=np.float32),
-                             documents=list(documents), metadatas=list(metadatas))
+            with self._guarded():
+                self._col.upsert(ids=list(ids), embeddings=np.asarray(embeddings, dtype=np.float32),
+                                 documents=list(documents), metadatas=list(metadatas))
 
     def delete_papers(self, paper_ids: Sequence[str]) -> None:
         """Delete every chunk of the given papers (whatever their count)."""
         ids = list(paper_ids)
         for i in range(0, len(ids), 500):
-            self._col.delete(where={"paper_id": {"$in": ids[i:i + 500]}})
+            with self._guarded():
+                self._col.delete(where={"paper_id": {"$in": ids[i:i + 500]}})
 
     def chunk_counts(self) -> dict[str, int]:
         """Chunks stored per paper id (reads metadata only)."""
         counts: dict[str, int] = {}
         offset, page = 0, 5000
         while True:
-            got = self._col.get(include=["metadatas"], limit=page, offset=offset)
+            with self._guarded():
+                got = self._col.get(include=["metadatas"], limit=page, offset=offset)
             metas = got["metadatas"] or []
             for m in metas:
                 pid = m["paper_id"]
@@ -120,8 +245,10 @@ class ChromaStore:
         n = min(n, self.count())
         if n <= 0:
             return []
-        res = self._col.query(query_embeddings=[np.asarray(embedding, dtype=np.float32)],
-                              n_results=n, where=where or None, include=["metadatas", "distances"])
+        with self._guarded():
+            res = self._col.query(query_embeddings=[np.asarray(embedding, dtype=np.float32)],
+                                  n_results=n, where=where or None,
+                                  include=["metadatas", "distances"])
         out = []
         for cid, meta, dist in zip(res["ids"][0], res["metadatas"][0], res["distances"][0]):
             out.append(ChunkMatch(cid, meta["paper_id"], 1.0 - float(dist)))
@@ -131,5 +258,6 @@ class ChromaStore:
         """Stored vectors by chunk id (missing ids are absent from the result)."""
         if not ids:
             return {}
-        got = self._col.get(ids=list(ids), include=["embeddings"])
+        with self._guarded():
+            got = self._col.get(ids=list(ids), include=["embeddings"])
         return {i: np.asarray(e, dtype=np.float32) for i, e in zip(got["ids"], got["embeddings"])}
