@@ -1,0 +1,222 @@
+"""Benchmarks behind ``paperchat bench {index,query,answer} [--json]``: they print figures and never
+pass or fail on time.
+
+Each ``bench_<what>(settings) -> dict`` returns plain JSON-able values (rates per second, times in
+seconds, memory in MB); :func:`format_result` prints any such dict as indented ``key: value``
+lines. CPU figures on a shared machine are noisy: compare the rates of one run (measured
+interleaved in one process), not runs on different days.
+"""
+
+from __future__ import annotations
+
+import resource
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from rag.errors import PaperchatError
+
+#: The ICLR 2026 submission list (19,630 papers) beside the project: ``../shared/data``.
+DEFAULT_DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "iclr2026_all.jsonl"
+
+
+def _peak_rss_mb() -> float:
+    """Peak resident set size of this process so far, MB (``ru_maxrss`` is in KB on Linux)."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return round(peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024, 1)
+
+
+class _TimedEmbedder:
+    """Wraps an embedder and adds up the seconds spent in ``embed`` (the embed-only split)."""
+
+    def __init__(self, inner):
+        self.inner = inner
+        self.name, self.dim, self.max_tokens = inner.name, inner.dim, inner.max_tokens
+        self.seconds = 0.0
+
+    @property
+    def tokenizer(self):
+        return self.inner.tokenizer
+
+    def embed(self, texts: Sequence[str]):
+        t0 = time.perf_counter()
+        try:
+            return self.inner.embed(texts)
+        finally:
+            self.seconds += time.perf_counter() - t0
+
+
+def sample_papers(path: Path, n: int) -> tuple[list, str]:
+    """Every k-th valid paper of the list at ``path`` (k = valid papers // n), the first ``n``
+    of them: deterministic, spread over the whole file. Returns (papers, description)."""
+    from index.sources import load_papers
+
+    if not Path(path).exists():
+        raise PaperchatError(f"benchmark data {path} is missing: 'paperchat bench index' reads "
+                             "the ICLR 2026 list from ../shared/data/iclr2026_all.jsonl beside "
+                             "the project; put it there")
+    papers = load_papers(path).papers
+    step = max(1, len(papers) // n)
+    chosen = papers[::step][:n]
+    return chosen, f"every {step}th of the {len(papers)} valid papers of {Path(path).name}, first {len(chosen)}"
+
+
+def bench_index(settings, *, n_papers: int = 2000, rounds: int = 4, data: Path | None = None,
+                log: Callable[[str], None] = lambda m: print(m, file=sys.stderr)) -> dict[str, Any]:
+    """Index the same sample of papers two ways in one process and compare papers/s.
+
+    - baseline: sentence-transformers (torch fp32) ``encode`` of each ``title. abstract`` in one
+      piece (batch 32, cut at 256 tokens: the rest of a long abstract is lost), then
+      ``collection.add`` of 256 vectors at a time into a fresh embedded Chroma collection.
+    - ours: :func:`index.build.build_index` with ``settings.embed_backend``: normalisation,
+      chunking so that every token is embedded, Chroma upserts, the paper catalog and BM25.
+
+    The sample is cut into ``rounds`` consecutive parts; each round indexes its part both ways
+    (alternating which goes first) into the same two growing indexes, so load changes on a shared
+    machine hit both. Models are loaded (and the ONNX model exported, if not cached) before the
+    clock starts; indexes go to a temporary directory; the ONNX model cache is the user's
+    (``settings.home/models``).
+
+    Returns:
+        A dict: ``papers``, ``sample``, ``baseline`` and ``ours`` (``papers_per_s``, ``seconds``,
+        ``embed_seconds``, ``chunks``...), ``ratio`` (ours / baseline papers/s over the whole run),
+        ``round_ratios`` and their median, ``export_seconds`` and ``peak_rss_mb``.
+    Raises:
+        PaperchatError: the paper list is missing.
+    """
+    from index.build import build_index
+    from index.sources import LoadResult
+    from rag import offline
+    from rag.embedder import SentenceTransformerEmbedder, make_embedder
+
+    offline.enforce()
+    papers, sample = sample_papers(Path(data or DEFAULT_DATA), n_papers)
+    n = len(papers)
+    rounds = max(1, min(rounds, n))
+    rss = {"start": _peak_rss_mb()}
+
+    log(f"bench index: {sample}; loading models")
+    ours_embedder = make_embedder(settings)
+    ours_embedder.embed(["warm-up"])
+    _ = ours_embedder.tokenizer
+    export_seconds = float(getattr(ours_embedder, "export_seconds", 0.0))
+    rss["after_loading_ours"] = _peak_rss_mb()
+    baseline_embedder = SentenceTransformerEmbedder(name=settings.embedder, batch_size=32)
+    baseline_embedder.embed(["warm-up"])
+    rss["after_loading_baseline"] = _peak_rss_mb()
+    timed = _TimedEmbedder(ours_embedder)
+
+    import chromadb
+    from chromadb.config import Settings as ChromaSettings
+
+    base = {"seconds": 0.0, "embed_seconds": 0.0, "write_seconds": 0.0}
+    ours = {"seconds": 0.0}
+    round_ratios: list[float] = []
+    with tempfile.TemporaryDirectory(prefix="paperchat-bench-") as tmp:
+        client = chromadb.PersistentClient(path=str(Path(tmp) / "baseline"),
+                                           settings=ChromaSettings(anonymized_telemetry=False))
+        collection = client.get_or_create_collection(
+            "baseline", configuration={"hnsw": {"space": "cosine"}}, embedding_function=None)
+        bench_settings = settings.model_copy(update={"home": Path(tmp) / "home", "chroma_url": None})
+
+        def run_baseline(part) -> float:
+            t0 = time.perf_counter()
+            texts = [f"{p.title}. {p.abstract}" for p in part]
+            vectors = baseline_embedder.embed(texts)
+            t1 = time.perf_counter()
+            for s in range(0, len(part), 256):
+                collection.add(ids=[p.id for p in part[s:s + 256]], embeddings=vectors[s:s + 256],
+                               documents=texts[s:s + 256],
+                               metadatas=[{"paper_id": p.id, "title": p.title}
+                                          for p in part[s:s + 256]])
+            t2 = time.perf_counter()
+            base["embed_seconds"] += t1 - t0
+            base["write_seconds"] += t2 - t1
+            base["seconds"] += t2 - t0
+            return t2 - t0
+
+        summary = None
+
+        def run_ours(part) -> float:
+            nonlocal summary
+            t0 = time.perf_counter()
+            summary = build_index(LoadResult(papers=list(part)), settings=bench_settings,
+                                  embedder=timed, name="bench", progress=False, log=lambda m: None)
+            elapsed = time.perf_counter() - t0
+            ours["seconds"] += elapsed
+            return elapsed
+
+        bounds = [round(i * n / rounds) for i in range(rounds + 1)]
+        for r in range(rounds):
+            part = papers[bounds[r]:bounds[r + 1]]
+            if r % 2 == 0:
+                tb, to = run_baseline(part), run_ours(part)
+            else:
+                to, tb = run_ours(part), run_baseline(part)
+            round_ratios.append(round(tb / to, 3))
+            log(f"round {r + 1}/{rounds}: {len(part)} papers; baseline {len(part) / tb:.1f} "
+                f"papers/s, ours {len(part) / to:.1f} papers/s ({tb / to:.2f}x)")
+        baseline_count = collection.count()
+
+    chunks = summary.chunks if summary else 0
+    result = {
+        "benchmark": "index",
+        "papers": n,
+        "sample": sample,
+        "rounds": rounds,
+        "embed_backend": settings.embed_backend,
+        "baseline": {
+            "method": "sentence-transformers torch fp32, title+abstract in one piece (batch 32, "
+                      "cut at 256 tokens) + Chroma add",
+            "papers_per_s": round(n / base["seconds"], 2),
+            "seconds": round(base["seconds"], 2),
+            "embed_seconds": round(base["embed_seconds"], 2),
+            "write_seconds": round(base["write_seconds"], 2),
+            "chunks": baseline_count,
+        },
+        "ours": {
+            "method": f"index.build.build_index, {settings.embed_backend} embedder, every token "
+                      "embedded (chunks), Chroma + catalog + BM25",
+            "papers_per_s": round(n / ours["seconds"], 2),
+            "seconds": round(ours["seconds"], 2),
+            "embed_seconds": round(timed.seconds, 2),
+            "other_seconds": round(ours["seconds"] - timed.seconds, 2),
+            "chunks": chunks,
+            "chunks_per_paper": round(chunks / n, 3) if n else 0.0,
+            "chunks_per_s": round(chunks / ours["seconds"], 2),
+        },
+        "ratio": round(base["seconds"] / ours["seconds"], 3),
+        "round_ratios": round_ratios,
+        "ratio_median_of_rounds": round(statistics.median(round_ratios), 3),
+        "export_seconds": round(export_seconds, 2),
+        "peak_rss_mb": {**rss, "end": _peak_rss_mb()},
+    }
+    return result
+
+
+def _format_value(value: Any) -> str:
+    if isinstance(value, bool) or value is None:
+        return str(value).lower() if value is not None else "null"
+    if isinstance(value, float):
+        return f"{value:.4g}" if abs(value) < 1e6 else f"{value:.0f}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_format_value(v) for v in value) + "]"
+    return str(value)
+
+
+def format_result(result: dict[str, Any], indent: int = 0) -> str:
+    """Any benchmark dict as indented ``key: value`` lines (nested dicts indented by two spaces;
+    floats to 4 significant digits)."""
+    lines = []
+    pad = " " * indent
+    for key, value in result.items():
+        if isinstance(value, dict):
+            lines.append(f"{pad}{key}:")
+            if value:
+                lines.append(format_result(value, indent + 2))
+        else:
+            lines.append(f"{pad}{key}: {_format_value(value)}")
+    return "\n".join(lines)

@@ -1,0 +1,197 @@
+"""The int8 ONNX embedder (rag.onnx_embedder): cache and import hygiene without the model, then
+batch independence, agreement with torch fp32 and export atomicity with the real model.
+
+Real-model tests export the bundled all-MiniLM-L6-v2 once per session into a tmp directory
+(about 20 s, imports torch).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from tests.conftest import ROOT, SEED, SHARED_DATA
+
+from rag import onnx_embedder as oe
+
+
+# --- without the model -----------------------------------------------------------------------
+def test_import_pulls_in_neither_torch_nor_onnxruntime():
+    code = ("import sys; import rag.onnx_embedder; "
+            "print(json.dumps([m in sys.modules for m in ('torch', 'onnxruntime', 'transformers')]))")
+    out = subprocess.run([sys.executable, "-c", "import json; " + code], cwd=ROOT, check=True,
+                         capture_output=True, text=True).stdout
+    assert json.loads(out) == [False, False, False]
+
+
+@pytest.fixture
+def model_dir(tmp_path):
+    d = tmp_path / "model"
+    (d / "1_Pooling").mkdir(parents=True)
+    (d / "config.json").write_text('{"hidden_size": 384}')
+    (d / "model.safetensors").write_bytes(b"weights-v1")
+    (d / "1_Pooling" / "config.json").write_text('{"pooling_mode_mean_tokens": true}')
+    (d / "README.md").write_text("about the model")
+    return d
+
+
+def test_model_key_follows_model_files_and_export_version(model_dir, monkeypatch):
+    key = oe.model_key(model_dir)
+    assert len(key) == 16 and key == oe.model_key(model_dir)
+    (model_dir / "README.md").write_text("edited docs do not change vectors")
+    assert oe.model_key(model_dir) == key
+    (model_dir / "model.safetensors").write_bytes(b"weights-v2")
+    changed = oe.model_key(model_dir)
+    assert changed != key
+    monkeypatch.setattr(oe, "EXPORT_VERSION", oe.EXPORT_VERSION + 1)
+    assert oe.model_key(model_dir) != changed
+
+
+def test_ensure_model_exports_once_and_clears_killed_exports(model_dir, tmp_path, monkeypatch):
+    calls = []
+
+    def fake_export(src, out):
+        calls.append(src)
+        out.write_bytes(b"onnx")
+        return out
+
+    monkeypatch.setattr(oe, "export_int8", fake_export)
+    cache = tmp_path / "cache"
+    stale = cache / ".export-killed"
+    stale.mkdir(parents=True)
+    (stale / "fp32.onnx").write_bytes(b"half written")
+    emb = oe.OnnxEmbedder(cache, model_dir=model_dir)
+    path = emb.ensure_model()
+    assert path.read_bytes() == b"onnx" and path.parent == cache
+    assert path.name.startswith("all-MiniLM-L6-v2-") and path.name.endswith(".int8.onnx")
+    assert not stale.exists()
+    assert oe.OnnxEmbedder(cache, model_dir=model_dir).ensure_model() == path
+    assert len(calls) == 1
+
+
+def test_mean_pooling_only(model_dir):
+    (model_dir / "1_Pooling" / "config.json").write_text(
+        '{"pooling_mode_mean_tokens": false, "pooling_mode_cls_token": true}')
+    with pytest.raises(ValueError, match="mean pooling only"):
+        oe._check_mean_pooling(model_dir)
+
+
+def test_empty_input_loads_nothing(tmp_path):
+    emb = oe.OnnxEmbedder(tmp_path / "cache")
+    out = emb.embed([])
+    assert out.shape == (0, 384) and out.dtype == np.float32
+    assert not (tmp_path / "cache").exists()
+
+
+# --- real model ------------------------------------------------------------------------------
+def _real_chunks(n: int) -> list[str]:
+    """Chunk texts of real abstracts (ICLR 2026 accepted list when present, else the seed)."""
+    from index.chunking import chunk_paper
+    from index.sources import load_papers
+    from index.text import normalise
+    from rag.offline import bundled_embedder_dir
+    from transformers import PreTrainedTokenizerFast
+
+    tok = PreTrainedTokenizerFast.from_pretrained(str(bundled_embedder_dir()), local_files_only=True)
+    source = SHARED_DATA / "iclr2026_accepted.jsonl"
+    papers = load_papers(source if source.exists() else SEED).papers
+    step = max(1, len(papers) // n)
+    texts: list[str] = []
+    for p in papers[::step]:
+        texts += [c.text for c in chunk_paper(p.id, normalise(p.title), normalise(p.abstract), tok)]
+        if len(texts) >= n:
+            break
+    return texts[:n]
+
+
+@pytest.fixture(scope="module")
+def onnx_embedder(tmp_path_factory):
+    return oe.OnnxEmbedder(tmp_path_factory.mktemp("onnx_cache"), threads=2)
+
+
+@pytest.fixture(scope="module")
+def chunks():
+    return _real_chunks(50)
+
+
+@pytest.mark.integration
+def test_satisfies_the_embedder_protocol(onnx_embedder):
+    from rag.embedder import Embedder
+
+    assert isinstance(onnx_embedder, Embedder)
+    assert (onnx_embedder.dim, onnx_embedder.max_tokens) == (384, 256)
+    out = onnx_embedder.embed(["graph neural networks", "", "word " * 1000])
+    assert out.shape == (3, 384) and out.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(out, axis=1), 1.0, atol=1e-5)
+    enc = onnx_embedder.tokenizer("Héllo, wörld", add_special_tokens=False,
+                                  return_offsets_mapping=True)
+    assert len(enc["input_ids"]) == len(enc["offset_mapping"]) > 0
+
+
+@pytest.mark.integration
+def test_tokenizer_matches_autotokenizer(onnx_embedder, chunks):
+    from transformers import AutoTokenizer
+
+    auto = AutoTokenizer.from_pretrained(str(onnx_embedder.model_dir), local_files_only=True)
+    texts = chunks[:10] + ["Naïve $\\mathcal{O}(n^2)$ — déjà vu", ""]
+    ours = onnx_embedder.tokenizer(texts, return_offsets_mapping=True, add_special_tokens=False)
+    theirs = auto(texts, return_offsets_mapping=True, add_special_tokens=False)
+    assert ours["input_ids"] == theirs["input_ids"]
+    assert ours["offset_mapping"] == theirs["offset_mapping"]
+
+
+@pytest.mark.integration
+def test_vector_does_not_depend_on_the_batch(onnx_embedder, chunks, tmp_path):
+    target = chunks[3]
+    alone = onnx_embedder.embed([target])[0]
+    companions = [
+        [target] + chunks[:8],                                  # first in a batch of long texts
+        ["x", "short one", target, "y"],                        # among very short texts
+        chunks[10:40] + [target] + [t[:40] for t in chunks[:5]],  # late in a mixed batch of 36
+        [target, target.upper(), target],                       # duplicates and near-duplicates
+    ]
+    for batch in companions:
+        got = onnx_embedder.embed(batch)
+        for i, text in enumerate(batch):
+            if text == target:
+                assert np.array_equal(got[i], alone), f"batch of {len(batch)} changed the vector"
+    # ... nor on the number of worker threads (a sequential embedder over the same cache).
+    sequential = oe.OnnxEmbedder(onnx_embedder.cache_dir, threads=1)
+    assert sequential.export_seconds == 0.0
+    np.testing.assert_array_equal(sequential.embed(chunks[:12]), onnx_embedder.embed(chunks[:12]))
+    assert sequential.export_seconds == 0.0  # reused the cached export
+
+
+@pytest.mark.integration
+def test_close_to_torch_fp32(onnx_embedder, chunks):
+    from rag.embedder import SentenceTransformerEmbedder
+
+    fp32 = SentenceTransformerEmbedder().embed(chunks)
+    int8 = onnx_embedder.embed(chunks)
+    cos = (fp32 * int8).sum(axis=1)
+    assert len(chunks) == 50
+    assert cos.min() >= 0.98, f"min cosine {cos.min():.4f}, mean {cos.mean():.4f}"
+    # each chunk's nearest fp32 neighbour among the others is unchanged for most chunks
+    sim_fp32, sim_int8 = fp32 @ fp32.T, int8 @ int8.T
+    np.fill_diagonal(sim_fp32, -2)
+    np.fill_diagonal(sim_int8, -2)
+    assert (sim_fp32.argmax(1) == sim_int8.argmax(1)).mean() >= 0.9
+
+
+@pytest.mark.integration
+def test_failed_export_leaves_no_file(tmp_path, monkeypatch):
+    import onnxruntime.quantization
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("killed while quantising")
+
+    monkeypatch.setattr(onnxruntime.quantization, "quantize_dynamic", broken)
+    emb = oe.OnnxEmbedder(tmp_path / "cache")
+    with pytest.raises(RuntimeError, match="killed while quantising"):
+        emb.embed(["anything"])
+    assert not emb.model_path.exists()
+    assert [p.name for p in (tmp_path / "cache").iterdir()] == [".all-MiniLM-L6-v2.export.lock"]
