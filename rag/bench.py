@@ -9,6 +9,8 @@ interleaved in one process), not runs on different days.
 
 from __future__ import annotations
 
+import importlib
+import json
 import resource
 import statistics
 import sys
@@ -61,7 +63,8 @@ def sample_papers(path: Path, n: int) -> tuple[list, str]:
     papers = load_papers(path).papers
     step = max(1, len(papers) // n)
     chosen = papers[::step][:n]
-    return chosen, f"every {step}th of the {len(papers)} valid papers of {Path(path).name}, first {len(chosen)}"
+    return chosen, (f"{len(chosen)} papers: 1 in {step} (positions 0, {step}, {2 * step}, ...) of "
+                    f"the {len(papers)} valid papers of {Path(path).name}")
 
 
 def bench_index(settings, *, n_papers: int = 2000, rounds: int = 4, data: Path | None = None,
@@ -204,6 +207,8 @@ def _format_value(value: Any) -> str:
         return f"{value:.4g}" if abs(value) < 1e6 else f"{value:.0f}"
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(_format_value(v) for v in value) + "]"
+    if isinstance(value, dict):  # inside a list
+        return json.dumps(value, ensure_ascii=False)
     return str(value)
 
 
@@ -220,3 +225,16 @@ def format_result(result: dict[str, Any], indent: int = 0) -> str:
         else:
             lines.append(f"{pad}{key}: {_format_value(value)}")
     return "\n".join(lines)
+
+
+def __getattr__(name: str):
+    """``bench_query`` and ``bench_answer`` live in :mod:`rag.bench_query` (imported on use)."""
+    if name in ("bench_query", "bench_answer"):
+        try:
+            module = importlib.import_module("rag.bench_query")
+        except ModuleNotFoundError as exc:
+            if exc.name != "rag.bench_query":
+                raise
+            raise AttributeError(f"paperchat bench {name[6:]} is not available") from None
+        return getattr(module, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -195,3 +195,36 @@ def test_failed_export_leaves_no_file(tmp_path, monkeypatch):
         emb.embed(["anything"])
     assert not emb.model_path.exists()
     assert [p.name for p in (tmp_path / "cache").iterdir()] == [".all-MiniLM-L6-v2.export.lock"]
+
+
+# --- paperchat bench index (rag.bench) -------------------------------------------------------
+def test_bench_index_without_data_says_where_it_looks(tmp_path):
+    from rag import bench
+    from rag.errors import PaperchatError
+    from rag.settings import Settings
+
+    with pytest.raises(PaperchatError, match="iclr2026_all.jsonl"):
+        bench.bench_index(Settings(home=tmp_path), data=tmp_path / "absent.jsonl")
+
+
+def test_bench_sample_is_deterministic_and_spread(tmp_path):
+    from rag import bench
+
+    path = tmp_path / "papers.jsonl"
+    path.write_text("".join(json.dumps({"id": f"p{i}", "title": f"T{i}", "abstract": "a"}) + "\n"
+                            for i in range(25)))
+    papers, how = bench.sample_papers(path, 10)
+    assert [p.id for p in papers] == [f"p{i}" for i in range(0, 20, 2)]
+    assert how == "10 papers: 1 in 2 (positions 0, 2, 4, ...) of the 25 valid papers of papers.jsonl"
+
+
+@pytest.mark.parametrize("result, expected", [
+    ({"a": 1.23456, "b": "x"}, "a: 1.235\nb: x"),
+    ({"ours": {"papers_per_s": 7.0, "rounds": [1.9, 2]}, "ok": True, "none": None},
+     "ours:\n  papers_per_s: 7\n  rounds: [1.9, 2]\nok: true\nnone: null"),
+    ({"hits": [{"id": "p1"}], "empty": {}}, 'hits: [{"id": "p1"}]\nempty:'),
+])
+def test_format_result_prints_any_dict(result, expected):
+    from rag.bench import format_result
+
+    assert format_result(result) == expected
