@@ -41,7 +41,7 @@ class Settings(BaseSettings):
     # --- embedding and chunking -------------------------------------------------------------
     embedder: str = Field("all-MiniLM-L6-v2", description="Embedding model id (bundled).")
     embed_backend: str = Field(
-        "torch",
+        "onnx-int8",
         description="How the embedder runs: 'torch' (sentence-transformers fp32) or 'onnx-int8' "
         "(the same model exported once to ONNX and dynamically quantised; see rag.embedder).")
     embed_batch_size: int = Field(32, description="Texts per embedding batch.")
