@@ -37,8 +37,9 @@ def _parser() -> argparse.ArgumentParser:
     ix = sub.add_parser("index", help="build or update an index from a paper list")
     ix.add_argument("path", help="paper list: JSONL, Paper Copilot JSON, OpenReview v2 JSON or CSV")
     ix.add_argument("--name", default=None, help="index name (default: 'default')")
-    ix.add_argument("--format", default="auto", dest="fmt",
-                    choices=["auto", "jsonl", "papercopilot", "openreview", "csv"])
+    from index.sources import FORMATS
+
+    ix.add_argument("--format", default="auto", dest="fmt", choices=list(FORMATS))
     ix.add_argument("--prune", action="store_true", help="remove papers no longer in the list")
     ix.add_argument("--rebuild", action="store_true", help="delete the index first")
     ix.add_argument("--quiet", action="store_true", help="no progress bar, only the summary")

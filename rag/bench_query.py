@@ -1,0 +1,95 @@
+"""``paperchat bench query`` and ``paperchat bench answer``: latency figures, never pass/fail.
+
+query: every question of ``shared/eval`` (both dev sets) through the full retrieval path used by
+answers (query embedding, Chroma, BM25, fusion, refusal check, follow-up/comparison handling,
+evidence sentences), after 5 warm-up questions. Baseline in the same run: a bare Chroma
+``query`` of the already-embedded question (the floor any dense retrieval pays). Medians and p95
+in milliseconds, plus the ratio of medians.
+
+answer: time to first token and total time of ``answer()`` with the configured generator on the
+index in use, median of 5 runs of the same question (the model is warmed up once first).
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from pathlib import Path
+
+from rag.errors import PaperchatError
+
+EVAL_DIR = Path(__file__).resolve().parent.parent.parent / "shared" / "eval"
+
+
+def _pct(xs: list[float], p: float) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
+
+
+def _questions() -> list[str]:
+    files = sorted(EVAL_DIR.glob("dev_*.jsonl"))
+    if not files:
+        raise PaperchatError(f"no question files in {EVAL_DIR}: bench query needs shared/eval")
+    out = []
+    for f in files:
+        for line in f.read_text().splitlines():
+            if line.strip():
+                out.append(json.loads(line)["question"])
+    return out
+
+
+def bench_query(settings) -> dict:
+    """Retrieval latency at the size of the index in use (``--index``)."""
+    from index.text import normalise
+    from rag.answer import retrieve_for
+    from rag.pipeline import Pipeline
+
+    pipe = Pipeline(settings)
+    retriever = pipe.retriever
+    questions = _questions()
+    for q in questions[:5]:
+        retrieve_for(q, retriever, settings, k=settings.k, filters=None, history=[])
+    ours, bare = [], []
+    for q in questions:
+        t0 = time.perf_counter()
+        retrieve_for(q, retriever, settings, k=settings.k, filters=None, history=[])
+        ours.append((time.perf_counter() - t0) * 1000)
+        vec = retriever.embedder.embed([normalise(q)])[0]
+        t0 = time.perf_counter()
+        retriever.store.query(vec, settings.k * 4)
+        bare.append((time.perf_counter() - t0) * 1000)
+    return {
+        "bench": "query", "index": retriever.name, "papers": len(retriever),
+        "chunks": retriever.store.count(), "questions": len(questions),
+        "ours_ms": {"median": round(statistics.median(ours), 2), "p95": round(_pct(ours, 95), 2)},
+        "baseline_chroma_query_ms": {"median": round(statistics.median(bare), 2),
+                                     "p95": round(_pct(bare, 95), 2)},
+        "ratio_median_ours_over_baseline": round(statistics.median(ours) / statistics.median(bare), 2),
+    }
+
+
+def bench_answer(settings, question: str | None = None, runs: int = 5) -> dict:
+    """Time to first token and total time of one question, median of ``runs``."""
+    from rag.answer import answer
+    from rag.pipeline import Pipeline
+
+    pipe = Pipeline(settings)
+    question = question or ("Which paper fine-tunes an LLM to write crossover operators for a "
+                            "vehicle-routing solver?")
+    kwargs = dict(retriever=pipe.retriever, generator=pipe.generator, settings=settings)
+    answer(question, **kwargs)  # warm-up: model load, first context
+    firsts, totals, retrieves = [], [], []
+    for _ in range(runs):
+        ans = answer(question, **kwargs)
+        firsts.append(ans.timings_ms["first_token"])
+        totals.append(ans.timings_ms["total"])
+        retrieves.append(ans.timings_ms["retrieve"])
+    return {
+        "bench": "answer", "index": pipe.retriever.name, "model": pipe.generator.name,
+        "question": question, "runs": runs,
+        "retrieve_ms_median": round(statistics.median(retrieves), 1),
+        "first_token_ms_median": round(statistics.median(firsts), 1),
+        "total_ms_median": round(statistics.median(totals), 1),
+        "first_token_ms_all": [round(x, 1) for x in firsts],
+    }
