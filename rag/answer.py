@@ -80,23 +80,27 @@ def build_messages(question: str, hits: Sequence[Hit], generator, settings) -> t
     """Chat messages for ``question`` with as many of ``hits`` as fit the model's context window.
 
     Budget (tokens) = context window - ``max_answer_tokens`` - :data:`TEMPLATE_MARGIN`. Papers are
-    added best first; with a small window (<= :data:`SMALL_CONTEXT` tokens) each paper contributes
-    its evidence sentences, otherwise its whole abstract. A paper that does not fit is shortened
-    to its best sentence, and dropped if even that does not fit; the lowest-ranked go first.
+    added best first; with a small window (<= :data:`SMALL_CONTEXT` tokens) hit ``n`` contributes
+    its ``max(1, evidence_sentences - (n - 1))`` best evidence sentences (3, 2, 1, 1, 1 with the
+    default 3: the prompt stays short, so the first token comes early), otherwise its whole
+    abstract. A paper that does not fit is shortened to its best sentence, and dropped if even that
+    does not fit; the lowest-ranked go first. Titles and abstracts are quoted as data
+    (:func:`rag.citations.quote`: no ``"`` inside, bracketed numbers defused).
 
     Returns:
         (messages, number of papers included). Papers keep their hit numbers [1..n].
     """
     budget = generator.context_window - settings.max_answer_tokens - TEMPLATE_MARGIN
-    sentences = settings.evidence_sentences if generator.context_window <= SMALL_CONTEXT else None
+    small = generator.context_window <= SMALL_CONTEXT
     system = prompts.render("system", max_sentences=5)
     base = prompts.render("answer", papers="", question=question)
     used = generator.count_tokens(system) + generator.count_tokens(base)
     blocks: list[str] = []
     for n, hit in enumerate(hits, start=1):
-        for variant in (sentences, 1):
-            block = prompts.render("paper", n=n, title=normalise(hit.paper.title),
-                                   text=paper_text(hit, variant))
+        sentences = max(1, settings.evidence_sentences - (n - 1)) if small else None
+        for variant in dict.fromkeys((sentences, 1)):
+            block = prompts.render("paper", n=n, title=cit.quote(normalise(hit.paper.title)),
+                                   text=cit.quote(paper_text(hit, variant)))
             cost = generator.count_tokens(block) + 1
             if used + cost <= budget:
                 blocks.append(block)
@@ -161,20 +165,37 @@ def answer_stream(question: str, *, retriever, generator, settings, k: int | Non
         yield DoneEvent(Answer(question, standalone, cit.REFUSAL, [], hits, refused=True,
                                timings_ms=timings))
         return
-    messages, used = build_messages(standalone, hits, generator, settings)
+    sides = split_comparison(standalone)
+    table = None
+    if sides and len(hits) >= 2:
+        # A comparison: the extractive table (rag.compare) is the answer's first text (and marks
+        # first_token), then the model's short synthesis, grounded against the compared papers.
+        from rag.compare import build_comparison, synthesis_messages
+
+        support_hits = hits[:max(2, min(len(sides), len(hits)))]
+        table = build_comparison(support_hits, retriever.embedder)
+        timings["first_token"] = ms()
+        yield TokenEvent(table.markdown + "\n\n")
+        messages = synthesis_messages(standalone, table, generator, settings)
+    else:
+        messages, used = build_messages(standalone, hits, generator, settings)
+        support_hits = hits[:used] if used else hits
     pieces: list[str] = []
     for piece in generator.stream(messages, max_tokens=settings.max_answer_tokens,
                                   temperature=settings.temperature):
         if not pieces:
-            timings["first_token"] = ms()
+            timings.setdefault("first_token", ms())
         pieces.append(piece)
         yield TokenEvent(piece)
     timings.setdefault("first_token", ms())
-    grounded = ground("".join(pieces), hits[:used] if used else hits, retriever.embedder,
+    grounded = ground("".join(pieces), support_hits, retriever.embedder,
                       threshold=settings.support_threshold)
+    text, citations = grounded.text, grounded.citations
+    if table is not None:
+        text, citations = table.with_synthesis(text, citations)
     timings["total"] = ms()
-    yield DoneEvent(Answer(question, standalone, grounded.text, grounded.citations, hits,
-                           sentences=grounded.sentences, timings_ms=timings))
+    yield DoneEvent(Answer(question, standalone, text, citations, hits, sentences=grounded.sentences,
+                           comparison=table.rows if table is not None else None, timings_ms=timings))
 
 
 def answer(question: str, **kwargs) -> Answer:

@@ -4,6 +4,9 @@ Answers cite papers as ``[n]``: ``n`` is the 1-based position of the paper among
 Models also write ``[1, 2]``, ``[1][2]``, ``[1-2]`` and ``[Paper 1]``; :func:`normalise_markers`
 rewrites them all to separate ``[n]`` markers, and :func:`drop_invalid` removes any marker that
 does not point at a hit (``[7]`` with 5 hits, ``[0]``), so it never reaches the user.
+Text that is *quoted* to the model or shown as a table cell (abstracts) goes through
+:func:`defuse` first, so a bracketed number inside an abstract ("as shown in [9]") is never read
+as one of our citations.
 """
 
 from __future__ import annotations
@@ -53,3 +56,15 @@ def drop_invalid(text: str, n_hits: int) -> str:
     text = MARKER.sub(lambda m: m.group(0) if 1 <= int(m.group(1)) <= n_hits else "", text)
     text = re.sub(r"(\[\d+\])(?:\1)+", r"\1", text)
     return re.sub(r"[ \t]+([.,;:])", r"\1", text)
+
+
+def defuse(text: str) -> str:
+    """Quoted text with every citation-like group turned into parentheses (``[9]`` -> ``(9)``,
+    ``[Paper 2]`` -> ``(Paper 2)``), so neither the model nor :func:`parse` reads it as a citation."""
+    return _GROUP.sub(lambda m: "(" + m.group(0)[1:-1] + ")", text)
+
+
+def quote(text: str) -> str:
+    """``text`` made safe to put between a prompt's ``\"\"\"`` quotes as data: every ``"`` becomes
+    ``'`` (so nothing inside can close the quote) and citation-like brackets are defused."""
+    return defuse(text.replace('"', "'"))

@@ -1,0 +1,241 @@
+"""Comparison answers: an extractive side-by-side table, then a short cited synthesis.
+
+For "how does A differ from B?" or "compare these three papers" (:func:`rag.conversation.split_comparison`)
+the answer starts with a table built by code from the papers' own abstract sentences, so it is right
+even when the model is weak: one column per paper, one row per :data:`ROWS` entry, each cell one
+sentence of that paper's abstract (citation-like brackets defused, instruction-like sentences never
+used). Sentences are assigned by cue words and position:
+
+* **Problem**: motivation/gap cues ("challenge", "problem", "however", "existing", "limitation",
+  "remains unclear", "struggle", a question ...), early in the abstract; left empty when no sentence has a cue and the
+  first sentence is taken;
+* **Approach**: contribution cues ("we propose/introduce/present", "our method", "in this paper",
+  "to address" ...), in the first half;
+* **Evidence / results**: evaluation cues ("experiments", "results", "outperform", "achieve",
+  "%", "state-of-the-art", "we prove" ...), late;
+* **What sets it apart**: of the sentences left, the one least similar (max cosine of the
+  embedder's vectors) to any sentence of the other compared papers.
+
+Each sentence fills at most one of the first three rows: the (row, sentence) pairs are taken best
+score first (a greedy assignment), so "Experiments show our method outperforms ..." lands in the
+results row, not the approach row. The model then writes a synthesis from a compact prompt
+(``prompts/compare.txt``: per paper its approach, results and distinctive sentences), which is
+grounded like any answer (:func:`rag.grounding.ground`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+
+from index.text import normalise
+from rag import citations as cit
+from rag import prompts
+from rag.grounding import abstract_sentences, embed_cached
+from rag.types import Citation, Hit
+
+#: Row labels, in table order.
+ROWS = ("Problem", "Approach", "Evidence / results", "What sets it apart")
+#: Header of the row-label column.
+ASPECT = "Aspect"
+#: Shown in a cell the abstract has no sentence for.
+EMPTY = "—"
+#: Longest cell, in characters (cut at a word boundary with "…").
+MAX_CELL_CHARS = 320
+
+_CUES: dict[str, list[tuple[re.Pattern, float]]] = {
+    "Problem": [
+        (re.compile(r"\b(?:challeng\w*|however|existing|limitations?|limited|remains? (?:\w+ly )?"
+                    r"(?:unclear|open|challenging|difficult|limited|under\w+|unknown|elusive|unsolved|"
+                    r"poorly|an? (?:open|challenge|bottleneck|problem))|"
+                    r"struggl\w*|fail\w*|lacks?|lacking|suffer\w*|bottlenecks?|difficult\w*|despite|"
+                    r"although|gaps?|unclear|open (?:question|problem)|drawbacks?|hinder\w*|imped\w*|"
+                    r"hamper\w*|obstacles?|costly|expensive|prohibitive|inefficien\w*|"
+                    r"(?:not well|poorly) understood)\b|\?\s*$", re.I), 1.0),
+        (re.compile(r"\b(?:crucial|important|critical|fundamental|key|essential|widely|often|"
+                    r"typically|increasingly|recent(?:ly)?|prior|previous|conventional|motivat\w*|"
+                    r"problems?|issues?)\b", re.I), 0.4),
+    ],
+    "Approach": [
+        (re.compile(r"\b(?:we (?:propose|introduce|present|develop|design|devise|formulate|put forward|"
+                    r"adapt|build|construct|reformulate|cast|frame|revisit|study|investigate|explore|"
+                    r"extend|refine|generali[sz]e)|(?:this|the present) (?:paper|work|study) (?!is\b|"
+                    r"was\b|has\b)[a-z]+s\b|our (?:method|approach|framework|"
+                    r"model|algorithm|technique|system|solution|key idea|design)|(?:this|the) (?:paper|work)"
+                    r" (?:proposes|introduces|presents|develops)|in this (?:paper|work)|to (?:address|"
+                    r"tackle|overcome|bridge|close|solve) (?:this|these|the)|to this end|called|named|"
+                    r"dubbed|termed)\b", re.I), 1.0),
+        (re.compile(r"\b(?:novel|framework|architecture|algorithm|method|approach|mechanism|we "
+                    r"(?:use|employ|leverage|combine|train|learn|model|study|analy[sz]e|derive))\b",
+                    re.I), 0.4),
+    ],
+    "Evidence / results": [
+        (re.compile(r"(?:\b(?:experiments?|experimental(?:ly)?|results?|outperform\w*|achiev\w*|"
+                    r"state[- ]of[- ]the[- ]art|sota|surpass\w*|empirical(?:ly)?|evaluations?|"
+                    r"benchmarks?|speed-?ups?|we (?:prove|establish|show|demonstrate|obtain|confirm|find|observe)|"
+                    r"(?:lower|upper|tight|regret) bounds?|tighter|than (?:the )?(?:existing|prior|previous|"
+                    r"current|baseline)|demonstrat\w*|improves? (?:by|over|upon)|"
+                    r"matches|validat\w*)\b|%|\b\d+(?:\.\d+)?\s?[x×]\b)",
+                    re.I), 1.0),
+        (re.compile(r"\b(?:accuracy|faster|better|lower|higher|bounds?|rates?|guarantees?|competitive|"
+                    r"consistently|significant(?:ly)?|datasets?|tasks?)\b", re.I), 0.4),
+    ],
+}
+#: Verbs of a remedy: a sentence using them describes the approach, not the problem.
+_SOLVES = re.compile(r"\b(?:mitigat|alleviat|overcom|resolv|eliminat|circumvent|sidestep)\w*", re.I)
+#: Where in the abstract each row's sentence tends to be (0 = first sentence, 1 = last).
+_POSITION = {"Problem": lambda p: 0.6 * (1 - p),
+             "Approach": lambda p: 0.4 * (1 - abs(p - 0.3)),
+             "Evidence / results": lambda p: 0.6 * p}
+#: The least score a sentence needs to fill a row (the position prior alone reaches 0.5 only
+#: for the first sentence as "Problem" and the last ones as results); "Approach" is always filled.
+_MIN_SCORE = {"Problem": 0.5, "Approach": float("-inf"), "Evidence / results": 0.5}
+#: Sentences that say nothing about the paper's content (never "what sets it apart").
+_BOILERPLATE = re.compile(r"https?://|github|\bcode (?:is|and|will be)\b|\bavailable at\b|"
+                          r"\bopen[- ]source\b", re.I)
+
+
+@dataclass
+class Column:
+    """One compared paper: its hit number ``n`` (1-based), its hit and the sentence per row."""
+
+    n: int
+    hit: Hit
+    cells: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Comparison:
+    """The table: ``rows`` (header first: ``[ASPECT, "<title> [n]", ...]``, then one row per
+    :data:`ROWS` entry, label first) and the same as Markdown."""
+
+    columns: list[Column]
+    rows: list[list[str]]
+    markdown: str
+
+    def with_synthesis(self, synthesis: str, citations: list[Citation]) -> tuple[str, list[Citation]]:
+        """The comparison answer's text (the Markdown table, a blank line, the grounded synthesis)
+        and its citations: the synthesis's, then one per compared paper it does not cite, which the
+        table quotes verbatim (``support`` 1.0, ``evidence`` its approach cell)."""
+        cited = {c.n for c in citations}
+        extra = [Citation(col.n, col.hit.paper, True, 1.0, col.cells.get(ROWS[1], ""))
+                 for col in self.columns if col.n not in cited]
+        text = self.markdown + ("\n\n" + synthesis.strip() if synthesis.strip() else "")
+        return text, list(citations) + extra
+
+
+def cue_score(role: str, sentence: str, position: float) -> float:
+    """How much ``sentence`` (at relative ``position`` in [0, 1]) looks like ``role``'s sentence:
+    the weights of the cue patterns it matches plus a position prior. Higher is better."""
+    score = sum(w for pattern, w in _CUES[role] if pattern.search(sentence))
+    if role == "Problem" and _CUES["Approach"][0][0].search(sentence):
+        score -= 1.0  # "we propose X to address the problem of Y" is an approach sentence
+    if role == "Problem" and position >= 0.3 and _CUES["Evidence / results"][0][0].search(sentence):
+        score -= 0.5  # "... outperforms existing methods" is a result
+    if role == "Problem" and _SOLVES.search(sentence):
+        score -= 0.8  # "... mitigates the bottleneck" describes the remedy
+    if len(sentence.split()) < 6:
+        score -= 1.0  # "Our contributions are twofold." fills no row
+    return score + _POSITION[role](position)
+
+
+def classify(sentences: Sequence[str]) -> dict[str, int]:
+    """Index of the sentence chosen for each of the first three :data:`ROWS`; each sentence is
+    used at most once. A row is missing when no sentence is left for it, or when none reaches its
+    least score (:data:`_MIN_SCORE`): an abstract that states no problem gets no "Problem" cell
+    rather than a wrong one."""
+    m = len(sentences)
+    roles = ROWS[:3]
+    scored = []
+    for i, s in enumerate(sentences):
+        pos = i / (m - 1) if m > 1 else 0.0
+        for r, role in enumerate(roles):
+            scored.append((cue_score(role, s, pos), -r, -i, role, i))
+    chosen: dict[str, int] = {}
+    used: set[int] = set()
+    for score, _, _, role, i in sorted(scored, reverse=True):
+        if role not in chosen and i not in used and score >= _MIN_SCORE[role]:
+            chosen[role] = i
+            used.add(i)
+    return chosen
+
+
+def _cell(sentence: str) -> str:
+    text = cit.defuse(sentence).strip()
+    if len(text) > MAX_CELL_CHARS:
+        text = text[:MAX_CELL_CHARS].rsplit(" ", 1)[0].rstrip(",;:") + " …"
+    return text
+
+
+def _md_cell(text: str) -> str:
+    return re.sub(r"\s+", " ", text).replace("\\", "\\\\").replace("|", "\\|").strip() or EMPTY
+
+
+def to_markdown(rows: list[list[str]]) -> str:
+    """A Markdown table of ``rows`` (header first); ``|`` in cells escaped, newlines folded."""
+    lines = ["| " + " | ".join(_md_cell(c) for c in rows[0]) + " |",
+             "|" + "---|" * len(rows[0])]
+    lines += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in rows[1:]]
+    return "\n".join(lines)
+
+
+def build_comparison(hits: Sequence[Hit], embedder) -> Comparison:
+    """The extractive table for ``hits`` (compared papers, numbered 1..len(hits) in that order).
+
+    ``embedder`` picks the "what sets it apart" sentence (cosine of its vectors); everything else
+    is cue words and position, so the table does not depend on the language model.
+    """
+    sents = [abstract_sentences(h.paper) for h in hits]
+    columns = [Column(n, h) for n, h in enumerate(hits, start=1)]
+    flat = [s for ss in sents for s in ss]
+    vecs = embed_cached(embedder, flat) if flat else None
+    spans, j = [], 0
+    for ss in sents:
+        spans.append((j, j + len(ss)))
+        j += len(ss)
+    for c, (col, ss) in enumerate(zip(columns, sents)):
+        chosen = classify(ss)
+        for role, i in chosen.items():
+            col.cells[role] = ss[i]
+        # distinctive: least similar to any sentence of the other papers, among unused sentences
+        a, b = spans[c]
+        others = [k for k, (x, y) in enumerate(spans) if k != c and y > x]
+        cands = [i for i in range(len(ss)) if i not in chosen.values()
+                 and not _BOILERPLATE.search(ss[i]) and len(ss[i].split()) >= 5]
+        if not cands:
+            cands = [i for i in range(len(ss)) if not _BOILERPLATE.search(ss[i])] or list(range(len(ss)))
+        if cands and others and vecs is not None:
+            other_vecs = np.concatenate([vecs[x:y] for k, (x, y) in enumerate(spans) if k in others])
+            closeness = (vecs[a:b][cands] @ other_vecs.T).max(axis=1)
+            col.cells[ROWS[3]] = ss[cands[int(np.argmin(closeness))]]
+        elif cands:
+            col.cells[ROWS[3]] = ss[cands[0]]
+    header = [ASPECT] + [f"{cit.defuse(normalise(col.hit.paper.title))} [{col.n}]" for col in columns]
+    rows = [header] + [[role] + [_cell(col.cells[role]) if col.cells.get(role) else EMPTY
+                                 for col in columns] for role in ROWS]
+    return Comparison(columns, rows, to_markdown(rows))
+
+
+def synthesis_messages(question: str, comparison: Comparison, generator, settings,
+                       max_sentences: int = 3) -> list[dict]:
+    """Chat messages asking for a short cited synthesis of the table (``prompts/compare.txt``).
+
+    Each paper is quoted with its approach, results and distinctive sentences; if that does not fit
+    the context window (minus ``settings.max_answer_tokens``), with its approach sentence only.
+    """
+    system = prompts.render("system", max_sentences=max_sentences)
+    budget = generator.context_window - settings.max_answer_tokens - 64
+    for roles in ((ROWS[1], ROWS[2], ROWS[3]), (ROWS[1],)):
+        blocks = []
+        for col in comparison.columns:
+            picked = list(dict.fromkeys(col.cells[r] for r in roles if col.cells.get(r)))
+            blocks.append(prompts.render("paper", n=col.n, title=cit.quote(normalise(col.hit.paper.title)),
+                                         text=cit.quote(" ".join(picked))))
+        user = prompts.render("compare", papers="\n\n".join(blocks), question=question)
+        if generator.count_tokens(system) + generator.count_tokens(user) <= budget:
+            break
+    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
