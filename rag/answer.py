@@ -115,26 +115,33 @@ def build_messages(question: str, hits: Sequence[Hit], generator, settings) -> t
 def retrieve_for(question: str, retriever, settings, *, k: int, filters: Filters | None,
                  history: list[Turn], evidence: bool = True) -> tuple[str, list[Hit], bool]:
     """Standalone question, hits and refusal for one turn (follow-ups and comparisons handled)."""
-    from rag.refusal import is_out_of_corpus
+    from rag.refusal import is_out_of_corpus, unknown_names
 
     standalone, about = standalone_question(question, history)
     query = retrieval_query(question, history)
     sides = split_comparison(question)
     if sides:
-        per_side = [retriever.search(s, k=k, filters=filters, evidence=False).hits for s in sides]
-        merged = retriever.search(query, k=k, filters=filters, evidence=False).hits
+        side_res = [retriever.search(s, k=k, filters=filters, evidence=False) for s in sides]
+        merged_res = retriever.search(query, k=k, filters=filters, evidence=False)
+        per_side = [r.hits for r in side_res]
         hits: list[Hit] = []
         for side in per_side:  # each side's best paper first, then the fused list
             if side and side[0].id not in {h.id for h in hits}:
                 hits.append(side[0])
-        for h in merged + [h for side in per_side for h in side[1:]]:
+        for h in merged_res.hits + [h for side in per_side for h in side[1:]]:
             if len(hits) >= k:
                 break
             if h.id not in {x.id for x in hits}:
                 hits.append(h)
+        top_dense = max(max(r.dense.scores[:1], default=0.0) for r in side_res + [merged_res])
     else:
-        hits = retriever.search(query, k=k, filters=filters, evidence=False).hits
-    refused = about is None and is_out_of_corpus(question, hits, retriever)
+        res = retriever.search(query, k=k, filters=filters, evidence=False)
+        hits = res.hits
+        top_dense = max(res.dense.scores[:1], default=0.0)
+    if about is None:
+        refused = is_out_of_corpus(question, hits, retriever, top_dense=top_dense)
+    else:  # a follow-up: its own words are thin, so only a name unknown to the index refuses
+        refused = bool(unknown_names(question, retriever))
     if evidence:
         retriever.attach_evidence(standalone, hits)
     return standalone, hits, refused

@@ -44,11 +44,17 @@ def unknown_names(question: str, retriever) -> list[str]:
     return missing
 
 
-def is_out_of_corpus(question: str, hits: list[Hit], retriever) -> bool:
-    """True when no hit is relevant enough to answer from (see the module doc)."""
+def is_out_of_corpus(question: str, hits: list[Hit], retriever,
+                     top_dense: float | None = None) -> bool:
+    """True when no hit is relevant enough to answer from (see the module doc).
+
+    ``top_dense`` is the best chunk cosine similarity of the search (default: the best
+    ``Hit.dense`` of ``hits``).
+    """
     if not hits:
         return True
-    if max(h.dense for h in hits) < MIN_DENSE:
+    best = top_dense if top_dense is not None else max(h.dense for h in hits)
+    if best < MIN_DENSE:
         return True
     return bool(unknown_names(question, retriever))
 

@@ -195,6 +195,9 @@ class Retriever:
         fused = zfusion(dense, lexical, self.settings.lexical_weight, lexical_all=lx)
         order = sorted(fused, key=lambda pid: fused[pid], reverse=True)[:k]
         d = dict(zip(dense.ids, dense.scores))
+        missing = [pid for pid in order if pid not in d]
+        if missing:  # found by BM25 only: their best chunk's cosine, from the stored vectors
+            d.update(self.store.best_similarity(qvec, missing))
         hits = [Hit(self.papers[pid], fused[pid], d.get(pid, 0.0), lx.get(pid, 0.0)) for pid in order]
         if evidence:
             self.attach_evidence(question, hits, qvec)

@@ -261,3 +261,19 @@ class ChromaStore:
         with self._guarded():
             got = self._col.get(ids=list(ids), include=["embeddings"])
         return {i: np.asarray(e, dtype=np.float32) for i, e in zip(got["ids"], got["embeddings"])}
+
+    def best_similarity(self, embedding: np.ndarray, paper_ids: Sequence[str]) -> dict[str, float]:
+        """Best chunk cosine similarity of each given paper to ``embedding`` (shape (dim,)),
+        computed from the stored vectors (for papers a dense query did not return)."""
+        if not paper_ids:
+            return {}
+        with self._guarded():
+            got = self._col.get(where={"paper_id": {"$in": list(paper_ids)}},
+                                include=["embeddings", "metadatas"])
+        best: dict[str, float] = {}
+        q = np.asarray(embedding, dtype=np.float32)
+        for meta, emb in zip(got["metadatas"], got["embeddings"]):
+            sim = float(np.asarray(emb, dtype=np.float32) @ q)
+            pid = meta["paper_id"]
+            best[pid] = max(sim, best.get(pid, -1.0))
+        return best
