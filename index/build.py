@@ -288,6 +288,17 @@ def delete_index(settings, name: str) -> None:
     if settings.chroma_url:
         store = open_store(index_dir, settings, name, create=True)
         store._client.delete_collection(f"paperchat-{name}")
+    elif (index_dir / "chroma").exists():
+        # drop the collection through Chroma first: an embedded client caches its system per
+        # path in-process and would otherwise keep serving the deleted collection
+        store = open_store(index_dir, settings, name, create=True)
+        store._client.delete_collection("chunks")
+        try:
+            from chromadb.api.client import SharedSystemClient
+
+            SharedSystemClient.clear_system_cache()
+        except ImportError:  # pragma: no cover - older chromadb
+            pass
     shutil.rmtree(index_dir, ignore_errors=True)
 
 

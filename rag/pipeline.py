@@ -20,9 +20,19 @@ def ensure_index(settings: Settings, embedder, name: str | None = None,
     from index.build import build_index, index_exists
     from rag.errors import IndexNotFoundError
 
+    from index import manifest
+    from index.build import delete_index
+
     name = name or settings.index
     if index_exists(settings, name):
-        return
+        recorded = manifest.read(settings.index_dir(name)) or {}
+        wanted = manifest.build_keys(settings, embedder.dim)
+        stale = [k for k in manifest.BUILD_KEYS if recorded.get(k) != wanted[k]]
+        if not stale or name != DEFAULT_INDEX:
+            return  # a user's own index: Retriever.open explains a mismatch
+        # the default index is ours, built from the bundled corpus: rebuild it rather than fail
+        log(f"the default index was built with other settings ({', '.join(stale)}); rebuilding it")
+        delete_index(settings, name)
     if name != DEFAULT_INDEX:
         raise IndexNotFoundError(f"no index named {name!r} under {settings.home}; build it with: "
                                  f"paperchat index PATH --name {name}")

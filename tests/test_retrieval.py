@@ -146,3 +146,25 @@ def test_comparison_returns_both_papers(fake_index):
                               history=[], evidence=False)
     ids = [h.id for h in hits]
     assert "aITKXFeivk" in ids[:2] and "YgudIlQ9nC" in ids[:2]
+
+
+def test_default_index_is_rebuilt_when_its_build_settings_changed(settings, fake_embedder):
+    from index import manifest
+    from rag.pipeline import ensure_index
+
+    messages = []
+    ensure_index(settings, fake_embedder, log=messages.append)
+    first = manifest.read(settings.index_dir("default"))
+    assert first["papers"] == 19
+    changed = settings.model_copy(update={"chunk_overlap": 32})
+    ensure_index(changed, fake_embedder, log=messages.append)
+    assert manifest.read(settings.index_dir("default"))["chunk_overlap"] == 32
+    assert any("rebuilding" in m for m in messages)
+
+
+def test_a_named_index_that_does_not_exist_says_how_to_build_it(settings, fake_embedder):
+    from rag.errors import IndexNotFoundError
+    from rag.pipeline import ensure_index
+
+    with pytest.raises(IndexNotFoundError, match="paperchat index PATH --name mine"):
+        ensure_index(settings, fake_embedder, name="mine")
