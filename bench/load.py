@@ -544,6 +544,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="PAPERCHAT_HOME holding the index (default: $PAPERCHAT_HOME)")
     p.add_argument("--auth", default=None, help="USER:PASS of the server")
     p.add_argument("--timeout", type=float, default=600, help="seconds per request at most")
+    p.add_argument("--llm-threads", type=int, default=2,
+                   help="--n_threads of llama_cpp.server with --start servers (the in-process "
+                   "model takes PAPERCHAT_N_THREADS)")
     p.add_argument("--json", action="store_true")
     args = p.parse_args(argv)
     if not args.url and not args.start:
@@ -563,7 +566,7 @@ def main(argv: list[str] | None = None) -> int:
                 name = args.index or "default"
                 chroma = start_chroma(scratch / "chroma", log_dir=scratch)
                 procs.append(chroma)
-                llm = start_llm_server(log_dir=scratch)
+                llm = start_llm_server(log_dir=scratch, n_threads=args.llm_threads)
                 procs.append(llm)
                 server_home = scratch / "server-home"
                 if (home / "indexes" / name).exists():

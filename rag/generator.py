@@ -178,6 +178,8 @@ class OpenAIServerGenerator:
 
     #: Characters per token assumed when the server cannot count tokens.
     CHARS_PER_TOKEN = 3
+    #: Seconds of silence allowed for the small requests (model list, tokenize).
+    META_TIMEOUT_S = 10.0
 
     def __init__(self, base_url: str, *, model: str | None = None, context_window: int = 2048,
                  connect_timeout_s: float = 5.0, read_timeout_s: float = 60.0,
@@ -221,7 +223,7 @@ class OpenAIServerGenerator:
         return f"{self.model.rsplit('/', 1)[-1]} @ {self.base_url}"
 
     # -- HTTP ----------------------------------------------------------------------------------
-    def _connection(self):
+    def _connection(self, read_timeout_s: float):
         import http.client
 
         cls = http.client.HTTPSConnection if self._https else http.client.HTTPConnection
@@ -231,7 +233,7 @@ class OpenAIServerGenerator:
         except OSError as exc:
             conn.close()
             raise self._unavailable("did not accept a connection", exc) from None
-        conn.sock.settimeout(self.read_timeout_s)
+        conn.sock.settimeout(read_timeout_s)
         return conn
 
     def _headers(self) -> dict[str, str]:
@@ -248,11 +250,12 @@ class OpenAIServerGenerator:
             f"(python -m llama_cpp.server --model FILE.gguf --port PORT) or unset "
             f"PAPERCHAT_LLM_URL to use the local model")
 
-    def _request(self, method: str, path: str, body: dict | None = None):
+    def _request(self, method: str, path: str, body: dict | None = None, *,
+                 read_timeout_s: float | None = None):
         """(connection, response) with status 200; anything else raises."""
         import http.client
 
-        conn = self._connection()
+        conn = self._connection(read_timeout_s or self.read_timeout_s)
         try:
             conn.request(method, path, body=None if body is None else json.dumps(body).encode(),
                          headers=self._headers())
@@ -266,15 +269,17 @@ class OpenAIServerGenerator:
             except (OSError, http.client.HTTPException):
                 detail = ""
             conn.close()
-            raise BackendUnavailableError(
+            raise _Refused(
                 f"the LLM server at {self.base_url} refused the request to {path} "
                 f"(HTTP {resp.status}: {_error_text(detail) or resp.reason})")
         return conn, resp
 
     def _get_json(self, path: str, body: dict | None = None) -> dict:
+        """A small JSON request (model list, tokenize): at most :data:`META_TIMEOUT_S` silent."""
         import http.client
 
-        conn, resp = self._request("POST" if body is not None else "GET", path, body)
+        conn, resp = self._request("POST" if body is not None else "GET", path, body,
+                                   read_timeout_s=min(self.META_TIMEOUT_S, self.read_timeout_s))
         try:
             return json.loads(resp.read())
         except (OSError, http.client.HTTPException, ValueError) as exc:
@@ -288,8 +293,11 @@ class OpenAIServerGenerator:
         if not self._tokenize_probed:
             with self._lock:
                 if not self._tokenize_probed:
-                    self._tokenize = self._find_tokenizer()
-                    self._tokenize_probed = True
+                    try:
+                        self._tokenize = self._find_tokenizer()
+                        self._tokenize_probed = True
+                    except BackendUnavailableError:
+                        pass  # server not reachable now: estimate, and look again next time
         if self._tokenize is not None:
             path, key = self._tokenize
             try:
@@ -304,13 +312,18 @@ class OpenAIServerGenerator:
         return max(1, -(-len(text) // self.CHARS_PER_TOKEN))
 
     def _find_tokenizer(self) -> tuple[str, str] | None:
+        """(path, body key) of the server's tokenize endpoint, or None if it has none.
+
+        Raises:
+            BackendUnavailableError: the server is not reachable (so nothing is concluded).
+        """
         root = self._path.removesuffix("/v1")
         for path, key in ((f"{root}/extras/tokenize", "input"), (f"{root}/tokenize", "content"),
                           (f"{root}/tokenize", "prompt")):
             try:
                 got = self._get_json(path, {key: "hello world", "model": self.model})
-            except BackendUnavailableError:
-                continue
+            except _Refused:
+                continue  # no such endpoint (404/405/422): try the next
             if isinstance(got.get("tokens"), list) or isinstance(got.get("count"), int):
                 return path, key
         return None
@@ -375,6 +388,10 @@ class OpenAIServerGenerator:
             raise self._unavailable(
                 f"closed the connection mid-answer after {pieces} pieces (the answer is "
                 "incomplete)")
+
+
+class _Refused(BackendUnavailableError):
+    """The server answered, with an HTTP error status."""
 
 
 def _error_text(body: str) -> str:

@@ -484,7 +484,7 @@ def test_second_index_run_refuses_while_the_first_writes(tmp_path):
     """Two real ``paperchat index`` processes on one index: the second says the index is locked
     and exits 2 without touching it; the first completes with every paper."""
     src = SHARED_DATA / "iclr2026_accepted.jsonl"
-    n = 120
+    n = 200
     if src.exists():
         lines = src.read_text().splitlines()[:n]
     else:  # the seed list, repeated under new ids, is enough to keep the first run busy

@@ -5,7 +5,8 @@ module fixtures and always stopped in their teardown.
 What runs through them: ``paperchat index`` / ``ask --json`` / ``serve`` as real processes (with
 the flags, and with ``PAPERCHAT_CHROMA_URL``/``PAPERCHAT_LLM_URL``), and the in-process API with
 the fake embedder against the real Chroma server (two indexes on one server, incremental
-rebuilds, deletion). In server mode the chunks live on the server; the catalog, the BM25 index and
+rebuilds, deletion). A smoke run of the load test (bench/load.py, 2 users, ~20 s) drives the app
+with fakes. In server mode the chunks live on the server; the catalog, the BM25 index and
 the manifest stay in the local index directory.
 """
 
@@ -23,7 +24,7 @@ import pytest
 from bench.load import start_chroma, start_llm_server, start_paperchat
 from conftest import SEED
 
-pytestmark = pytest.mark.integration
+integration = pytest.mark.integration
 
 CVRP = "aITKXFeivk"
 CVRP_QUESTION = ("Which paper fine-tunes an LLM to write crossover operators for a "
@@ -75,6 +76,7 @@ def _server_collection(url: str, name: str):
     return _server_client(url).get_collection(name)
 
 
+@integration
 def test_index_lives_on_the_server_and_locally_only_catalog_bm25_manifest(server_home,
                                                                           chroma_server):
     index_dir = server_home / "indexes" / "default"
@@ -89,6 +91,7 @@ def test_index_lives_on_the_server_and_locally_only_catalog_bm25_manifest(server
     assert again.returncode == 0 and "embedded 0, unchanged 19" in again.stdout, again.stderr
 
 
+@integration
 def test_ask_json_through_both_servers_with_flags(server_home, chroma_server, llm_server):
     out = run("ask", CVRP_QUESTION, "--json", "--chroma-url", chroma_server.url,
               "--llm-url", llm_server.url, env={"PAPERCHAT_HOME": str(server_home)})
@@ -99,6 +102,7 @@ def test_ask_json_through_both_servers_with_flags(server_home, chroma_server, ll
     assert 0 < ans["timings_ms"]["first_token"] <= ans["timings_ms"]["total"]
 
 
+@integration
 def test_ask_through_both_servers_with_environment(server_home, chroma_server, llm_server):
     out = run("ask", CVRP_QUESTION, "--json", "--filter", "primary_area=optimization",
               env={"PAPERCHAT_HOME": str(server_home), "PAPERCHAT_CHROMA_URL": chroma_server.url,
@@ -108,6 +112,7 @@ def test_ask_through_both_servers_with_environment(server_home, chroma_server, l
     assert ans["hits"] and all(h["primary_area"] == "optimization" for h in ans["hits"])
 
 
+@integration
 def test_serve_through_both_servers(server_home, chroma_server, llm_server, tmp_path):
     import gradio_client
 
@@ -121,6 +126,7 @@ def test_serve_through_both_servers(server_home, chroma_server, llm_server, tmp_
         assert "SmolLM2-135M-Instruct.Q4_1.gguf @ " + llm_server.url in serve.log_text()
 
 
+@integration
 def test_server_generator_counts_with_the_servers_tokenizer(llm_server):
     from rag.generator import LlamaCppGenerator, OpenAIServerGenerator
 
@@ -131,6 +137,7 @@ def test_server_generator_counts_with_the_servers_tokenizer(llm_server):
     assert remote.name == f"SmolLM2-135M-Instruct.Q4_1.gguf @ {llm_server.url}"
 
 
+@integration
 def test_concurrent_requests_to_the_llm_server_both_finish(llm_server):
     """The fixture starts llama_cpp.server with --interrupt_requests False: a second request
     waits for the first instead of cutting it short (which the generator would report)."""
@@ -154,6 +161,7 @@ def test_concurrent_requests_to_the_llm_server_both_finish(llm_server):
     assert all(isinstance(o, str) and o.strip() for o in out), out
 
 
+@integration
 def test_two_indexes_share_one_server(chroma_server, tmp_path, fake_embedder, seed_papers):
     """In-process, fake embedder: two named indexes are two collections; incremental rebuild,
     retrieval and deletion work the same as embedded."""
@@ -181,6 +189,7 @@ def test_two_indexes_share_one_server(chroma_server, tmp_path, fake_embedder, se
     assert _server_collection(chroma_server.url, "paperchat-alpha").count() == a.chunks
 
 
+@integration
 def test_missing_server_collection_is_a_clear_error(chroma_server, tmp_path, fake_embedder):
     """The local index directory exists but the server lost (or never had) the chunks."""
     from index.build import build_index
@@ -195,3 +204,44 @@ def test_missing_server_collection_is_a_clear_error(chroma_server, tmp_path, fak
     _server_client(chroma_server.url).delete_collection("paperchat-gone")
     with pytest.raises(IndexNotFoundError, match="not on the Chroma server"):
         Retriever.open(settings, fake_embedder, "gone")
+
+
+# --- the load test, smoke-run with fakes ------------------------------------------------------------
+def test_leak_detector():
+    from bench.load import is_leak
+
+    mine = [{"role": "user", "content": [{"type": "text", "text": "first?"}]},
+            {"role": "assistant", "content": "answer"},
+            {"role": "user", "content": "second?"}, {"role": "assistant", "content": "more"}]
+    assert not is_leak(["first?", "second?"], mine)
+    assert is_leak(["first?", "other?"], mine)  # another session's question in my history
+    assert is_leak(["second?"], mine[2:] + mine[:2])  # an extra turn
+
+
+def test_load_smoke_two_users(fake_index, fake_embedder):
+    """bench/load.py against the app with fakes: 2 users for ~20 s, every request completes,
+    no errors, no session sees another's history."""
+    from bench.load import format_summary, run_load
+    from conftest import ScriptedGenerator
+    from rag.pipeline import Pipeline
+    from ui import app as ui_app
+    from bench.load import free_port
+
+    settings, retriever = fake_index
+    demo = ui_app.build_app(Pipeline(settings, embedder=fake_embedder,
+                                     generator=ScriptedGenerator(), retriever=retriever))
+    _, url, _ = ui_app.launch(demo, port=free_port(), block=False, quiet=True)
+    try:
+        questions = ["crossover operators for CVRP hybrid genetic search",
+                     "training dynamics post-training quantization robustness",
+                     "Which paper studies quantum chromodynamics on lattices?"]
+        report = run_load(url, users=2, seconds=20, questions=questions, timeout_s=60)
+    finally:
+        demo.close()
+    s = report.summary()
+    print(format_summary(s))
+    assert s["errors"] == 0, s["error_kinds"]
+    assert s["cross_session_leaks"] == 0
+    assert s["requests_completed"] >= 4
+    assert s["answered_with_tokens"] >= 1 and s["ttft_s"]["median"] is not None
+    assert {r.turn for r in report.results} == {1, 2}
