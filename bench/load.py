@@ -188,7 +188,8 @@ def start_llm_server(model: Path | str | None = None, *, port: int | None = None
 
     port = port or free_port()
     url = f"http://127.0.0.1:{port}/v1"
-    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(model or offline.bundled_gguf()),
+    model = model or offline.bundled_gguf()
+    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(model),
            "--host", "127.0.0.1", "--port", str(port), "--n_ctx", str(n_ctx),
            "--n_threads", str(n_threads), "--n_threads_batch", str(n_threads),
            "--interrupt_requests", "False", "--verbose", "False", *extra]

@@ -155,8 +155,8 @@ class OpenAIServerGenerator:
     URL stays on loopback). Two timeouts, in seconds: ``connect_timeout_s`` to open the TCP
     connection, ``read_timeout_s`` for the longest silence between two pieces of the reply (the
     first piece waits for prompt processing and for the server's own queue). Token counts come from
-    the server's tokenizer when it has a tokenize endpoint (``/extras/tokenize`` of llama_cpp.server,
-    ``/tokenize`` of llama-server and vLLM), else they are estimated at 3 chars per token
+    the server's tokenizer when it has a tokenize endpoint (``/extras/tokenize`` of
+    llama_cpp.server, ``/tokenize`` of llama-server and vLLM), else they are estimated at 3 chars per token
     (conservative: English runs at about 4, so the prompt budget errs on the short side).
 
     A reply must end with ``data: [DONE]`` after a chunk with a ``finish_reason``: a stream that

@@ -35,7 +35,7 @@ CVRP_Q = "crossover operators for CVRP hybrid genetic search"
 MB = 1 << 20
 
 
-# --- one index for the question and filter cases ---------------------------------------------------
+# --- one index for the question and filter cases --------------------------------------------------
 @pytest.fixture(scope="module")
 def hindex(tmp_path_factory):
     """(settings, retriever, embedder, counts) over the seed corpus, shared by the module."""
@@ -75,7 +75,7 @@ def ask(hindex, question, reply="The paper refines hybrid genetic search [1].", 
     return ans, gen
 
 
-# --- questions -------------------------------------------------------------------------------------
+# --- questions ------------------------------------------------------------------------------------
 QUESTIONS = [
     ("empty", "", "invalid:empty"),
     ("blank", "   \n\t  ", "invalid:empty"),
@@ -158,7 +158,7 @@ def test_question_markup_is_escaped_for_display():
     assert "<script" not in shown and "<img" not in shown
 
 
-# --- filters ---------------------------------------------------------------------------------------
+# --- filters --------------------------------------------------------------------------------------
 FILTERS = [
     ("quote-or", 'status=Oral" OR 1=1', "no hits"),
     ("mongo-ne", 'primary_area={"$ne": ""}', "no hits"),
@@ -204,7 +204,7 @@ def test_cli_filter_error_is_one_line(hindex, monkeypatch, capsys):
     assert err == ["paperchat: error: year filter needs a number, got '2026 OR 1=1'"]
 
 
-# --- model paths -----------------------------------------------------------------------------------
+# --- model paths ----------------------------------------------------------------------------------
 def _model_path(kind: str, tmp: Path) -> str:
     if kind == "directory":
         return str(tmp)
@@ -296,7 +296,7 @@ def test_cli_bad_model_is_one_line_before_retrieval(tmp_path, monkeypatch, capsy
     assert not (tmp_path / "home" / "indexes").exists()  # nothing was built for a bad model
 
 
-# --- corpus records --------------------------------------------------------------------------------
+# --- corpus records -------------------------------------------------------------------------------
 def _rec(pid, title="A title about graphs", abstract="An abstract about graph learning.", **kw):
     return {"id": pid, "title": title, "abstract": abstract, "venue": "ICLR 2026", **kw}
 
@@ -460,7 +460,7 @@ def test_corpus_build_is_repeatable(corpus_index):
     assert again.embedded == 0 and again.papers == summary.papers and again.chunks == summary.chunks
 
 
-# --- after everything ------------------------------------------------------------------------------
+# --- after everything -----------------------------------------------------------------------------
 def test_index_intact_after_everything(hindex):
     settings, _, _, before = hindex
     assert _counts(settings, "default") == before
@@ -468,7 +468,7 @@ def test_index_intact_after_everything(hindex):
     assert not ans.refused and ans.hits[0].id == CVRP
 
 
-# --- the served app: security defaults -------------------------------------------------------------
+# --- the served app: security defaults ------------------------------------------------------------
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

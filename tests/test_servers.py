@@ -206,7 +206,7 @@ def test_missing_server_collection_is_a_clear_error(chroma_server, tmp_path, fak
         Retriever.open(settings, fake_embedder, "gone")
 
 
-# --- the load test, smoke-run with fakes ------------------------------------------------------------
+# --- the load test, smoke-run with fakes ----------------------------------------------------------
 def test_leak_detector():
     from bench.load import is_leak
 
