@@ -34,6 +34,7 @@ import ast
 import csv
 import io
 import json
+import unicodedata
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -201,7 +202,8 @@ def paper_from_mapping(rec: dict[str, Any]) -> Paper:
     if not isinstance(rec, dict):
         raise ValueError(f"record is a JSON {_json_type(rec)}, not an object")
     url = _str(rec.get("url"), "url").strip()
-    pid = _str(rec.get("id"), "id", numbers=True).strip() or _id_from_url(url)
+    pid = unicodedata.normalize("NFC", _str(rec.get("id"), "id", numbers=True).strip()
+                                or _id_from_url(url))
     title = _str(rec.get("title"), "title").strip()
     abstract = _str(rec.get("abstract"), "abstract").strip()
     for name, value in (("id", pid), ("title", title), ("abstract", abstract)):

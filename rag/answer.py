@@ -7,6 +7,7 @@ passed in (STYLE.md 4): tests give a fake embedder and a :class:`ScriptedGenerat
 
 from __future__ import annotations
 
+import re
 import time
 import unicodedata
 from dataclasses import dataclass
@@ -21,6 +22,8 @@ from rag.filters import Filters
 from rag.grounding import ground
 from rag.types import Answer, Hit
 
+#: Terminal colour/cursor escape sequences (ECMA-48 CSI), stripped from questions.
+_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
 #: Tokens kept free besides the answer for the chat template's own tokens.
 TEMPLATE_MARGIN = 64
 #: Context windows up to this (tokens) get evidence sentences; larger ones get whole abstracts.
@@ -56,6 +59,7 @@ def check_question(question, max_chars: int = 4000) -> str:
     """
     if not isinstance(question, str):
         raise InvalidQuestionError("the question must be text")
+    question = _ANSI.sub("", question)
     cleaned = "".join(ch for ch in question if ch in "\n\t" or unicodedata.category(ch)[0] != "C")
     cleaned = cleaned.strip()
     if not cleaned:
@@ -194,6 +198,11 @@ def answer_stream(question: str, *, retriever, generator, settings, k: int | Non
     timings.setdefault("first_token", ms())
     grounded = ground("".join(pieces), support_hits, retriever.embedder,
                       threshold=settings.support_threshold)
+    if not grounded.sentences and table is None and support_hits[0].evidence:
+        # the model wrote no sentence (nothing, or only markers): answer with the top paper's
+        # best evidence sentence, quoted from its abstract (and so cited to it)
+        grounded = ground(support_hits[0].evidence[0], support_hits, retriever.embedder,
+                          threshold=settings.support_threshold)
     text, citations = grounded.text, grounded.citations
     if table is not None:
         text, citations = table.with_synthesis(text, citations)

@@ -199,3 +199,14 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("paperchat: interrupted", file=sys.stderr)
         return 130
+    except OSError as exc:  # unwritable or full PAPERCHAT_HOME, unreadable file
+        where = f" ({exc.filename})" if getattr(exc, "filename", None) else ""
+        print(f"paperchat: error: {exc.strerror or exc}{where}", file=sys.stderr)
+        return 2
+    except Exception as exc:
+        import sqlite3
+
+        if isinstance(exc, sqlite3.Error):  # e.g. "database or disk is full"
+            print(f"paperchat: error: index catalog: {exc}", file=sys.stderr)
+            return 2
+        raise

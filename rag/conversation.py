@@ -97,8 +97,9 @@ def retrieval_query(question: str, history: list[Turn]) -> str:
 def split_comparison(question: str) -> list[str] | None:
     """The sides of a comparison question (2 or more), or None if it is not one.
 
-    "How does A differ from B?" -> [A, B]; "Compare A, B and C" -> [A, B, C]. Sides shorter than
-    two words are rejected (likely not a comparison of papers).
+    "How does A differ from B?" -> [A, B]; "Compare A, B and C" -> [A, B, C]. A side must be two
+    words or more, or one name-like word such as ``StepORLM`` (else it is likely not a comparison
+    of papers: "how does it compare to this?").
     """
     for pattern in _COMPARE:
         m = pattern.match(question)
@@ -110,6 +111,15 @@ def split_comparison(question: str) -> list[str] | None:
             sides = [a, b]
         sides = [re.sub(r"^(?:the|a|an)\s+(?:paper|work|method)\s+(?:on|about|that|which)?\s*", "", s,
                         flags=re.I) or s for s in sides]
-        if all(len(s.split()) >= 2 for s in sides):
+        if all(_side_ok(s) for s in sides):
             return sides
     return None
+
+
+def _side_ok(side: str) -> bool:
+    """A comparison side names a paper: two words or more, or one name-like word (StepORLM,
+    GRPO, F2SA: a capital after the first letter, or a digit)."""
+    words = side.split()
+    if len(words) >= 2:
+        return True
+    return len(words) == 1 and len(words[0]) >= 3 and bool(re.search(r"^.+[A-Z0-9]", words[0]))

@@ -97,9 +97,11 @@ def make_embedder(settings) -> Embedder:
     """
     if settings.embed_backend == "torch":
         return SentenceTransformerEmbedder(name=settings.embedder, batch_size=settings.embed_batch_size)
-    if settings.embed_backend == "onnx-int8":
+    if settings.embed_backend in ("onnx-int8", "onnx-fp32"):
         from rag.onnx_embedder import OnnxEmbedder
 
         return OnnxEmbedder(cache_dir=settings.home / "models", name=settings.embedder,
-                            batch_size=settings.embed_batch_size)
-    raise ValueError(f"unknown embed_backend {settings.embed_backend!r}: use 'torch' or 'onnx-int8'")
+                            batch_size=settings.embed_batch_size,
+                            quantize=settings.embed_backend == "onnx-int8")
+    raise ValueError(f"unknown embed_backend {settings.embed_backend!r}: use 'torch', "
+                     "'onnx-fp32' or 'onnx-int8'")

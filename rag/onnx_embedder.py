@@ -104,13 +104,15 @@ def _check_mean_pooling(model_dir: Path) -> None:
                              f"uses {others or 'none'}; use embed_backend='torch'")
 
 
-def export_int8(model_dir: str | Path, out_path: str | Path) -> Path:
+def export_int8(model_dir: str | Path, out_path: str | Path, *, quantize: bool = True) -> Path:
     """Export ``model_dir`` (a sentence-transformers BERT model: mean pooling, L2 norm) to an
     int8 ONNX model at ``out_path``, atomically (temporary file in the same directory, fsync,
     rename). Imports torch.
 
     The graph takes ``input_ids`` of shape (1, n_tokens), int64, with [CLS] and [SEP], no padding,
     and returns ``embedding`` of shape (1, dim), float32, L2-normalised.
+
+    With ``quantize=False`` the fp32 graph is kept as exported (``embed_backend="onnx-fp32"``).
 
     Raises:
         RuntimeError: the quantised model disagrees with the torch model on the probe texts.
@@ -156,9 +158,13 @@ def export_int8(model_dir: str | Path, out_path: str | Path) -> Path:
         level, handlers = root.level, list(root.handlers)
         root.setLevel(logging.ERROR)
         try:
-            # DefaultTensorType: shape inference cannot type some MatMul outputs of this graph.
-            quantize_dynamic(str(fp32), str(int8), weight_type=QuantType.QInt8, per_channel=True,
-                             extra_options={"DefaultTensorType": 1})  # 1 = onnx.TensorProto.FLOAT
+            if quantize:
+                # DefaultTensorType: shape inference cannot type some MatMul outputs of this graph.
+                quantize_dynamic(str(fp32), str(int8), weight_type=QuantType.QInt8,
+                                 per_channel=True,
+                                 extra_options={"DefaultTensorType": 1})  # onnx.TensorProto.FLOAT
+            else:
+                shutil.copyfile(fp32, int8)
         finally:
             root.setLevel(level)
             root.handlers[:] = handlers
@@ -210,8 +216,10 @@ class OnnxEmbedder:
     """
 
     def __init__(self, cache_dir: str | Path, *, model_dir: str | Path | None = None,
-                 name: str = "all-MiniLM-L6-v2", batch_size: int = 32, threads: int | None = None):
+                 name: str = "all-MiniLM-L6-v2", batch_size: int = 32, threads: int | None = None,
+                 quantize: bool = True):
         offline.enforce()
+        self.quantize = quantize
         self.cache_dir = Path(cache_dir)
         self.model_dir = Path(model_dir or offline.bundled_embedder_dir())
         self.name = name
@@ -231,7 +239,8 @@ class OnnxEmbedder:
     @property
     def model_path(self) -> Path:
         """The cached int8 model for the current model files and export code."""
-        return self.cache_dir / f"{self.name}-{model_key(self.model_dir)}.int8.onnx"
+        kind = "int8" if self.quantize else "fp32"
+        return self.cache_dir / f"{self.name}-{model_key(self.model_dir)}.{kind}.onnx"
 
     def ensure_model(self) -> Path:
         """Export the model unless it is cached; returns its path. One export at a time per
@@ -248,7 +257,7 @@ class OnnxEmbedder:
                 for stale in self.cache_dir.glob(".export-*"):
                     shutil.rmtree(stale, ignore_errors=True)
                 t0 = time.perf_counter()
-                export_int8(self.model_dir, path)
+                export_int8(self.model_dir, path, quantize=self.quantize)
                 self.export_seconds = time.perf_counter() - t0
         return path
 

@@ -26,6 +26,12 @@ from rag.lexical import LexicalIndex, query_terms
 from rag.types import Hit, Paper
 
 
+#: Evidence is looked for in the first this many chars / sentences of an abstract (a real
+#: abstract has at most ~4,300 chars and ~30 sentences; this bounds the cost of a pathological one).
+MAX_EVIDENCE_CHARS = 8000
+MAX_EVIDENCE_SENTENCES = 40
+
+
 @dataclass
 class Ranking:
     """Paper ids best first with their scores (one retrieval channel)."""
@@ -212,7 +218,8 @@ class Retriever:
             return
         if qvec is None:
             qvec = self.embedder.embed([normalise(question)])[0]
-        sents = [split_sentences(normalise(h.paper.abstract)) or [normalise(h.paper.abstract)]
+        sents = [(split_sentences(normalise(h.paper.abstract[:MAX_EVIDENCE_CHARS]))
+                  or [normalise(h.paper.abstract[:MAX_EVIDENCE_CHARS])])[:MAX_EVIDENCE_SENTENCES]
                  for h in hits]
         flat = [s for ss in sents for s in ss]
         vecs = self.embedder.embed(flat)

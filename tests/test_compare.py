@@ -127,8 +127,6 @@ COMPARISON = ("How does the paper on refining hybrid genetic search for CVRP wit
               "differ from StepORLM, the self-evolving framework for operations research language models?")
 
 
-@pytest.mark.xfail(reason="rag/conversation.split_comparison rejects one-word sides such as "
-                          "'StepORLM'; the comparison path is not taken", strict=False)
 def test_one_word_side_is_a_comparison():
     from rag.conversation import split_comparison
 

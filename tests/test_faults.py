@@ -390,9 +390,6 @@ def test_home_is_a_file_not_a_directory(tmp_path, fake_embedder):
     assert home.read_text() == "not a directory"
 
 
-@pytest.mark.xfail(reason="rag/cli.py prints a traceback for OSError; it should print one "
-                   "'paperchat: error: cannot write ...' line and exit 2 (see issue 6 report)",
-                   strict=False)
 def test_cli_unwritable_home_is_one_clear_line(tmp_path, monkeypatch, capsys):
     from rag.cli import main
 

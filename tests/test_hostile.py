@@ -416,9 +416,6 @@ def test_unicode_variants_normalise_to_the_same_search_text(corpus_index):
     assert a.title != b.title and search_text(a)[0] == search_text(b)[0]
 
 
-@pytest.mark.xfail(reason="index/sources.py keeps ids as given: an NFD and an NFC spelling of "
-                   "one id become two papers; it should NFC-normalise ids and report the "
-                   "duplicate (see issue 6 report)", strict=False)
 def test_nfc_and_nfd_spellings_of_one_id_are_one_paper(tmp_path):
     from index.sources import load_papers
 
@@ -435,11 +432,6 @@ def test_one_megabyte_abstract_is_chunked_not_truncated(corpus_index):
     assert retriever.store.chunk_counts()["big1"] > 100  # many windows, not one cut-off chunk
 
 
-@pytest.mark.xfail(reason="rag/retrieve.py attach_evidence normalises and embeds every sentence "
-                   "of every hit's abstract on every query: a 1 MB abstract costs ~23,000 "
-                   "sentence embeddings per question that retrieves it (minutes with the real "
-                   "embedder); cap the sentences per paper or the abstract length at index time "
-                   "(see issue 6 report)", strict=False)
 def test_query_cost_is_bounded_when_a_huge_abstract_is_retrieved(corpus_index):
     _, retriever, _, _, _ = corpus_index
     embedder = retriever.embedder
@@ -577,10 +569,6 @@ def test_hostile_questions_over_http_leave_the_server_serving(served):
     assert "Still here" in json.dumps(chat[-1])
 
 
-@pytest.mark.xfail(reason="ui/app.py launch() leaves Gradio's /gradio_api/upload open with no "
-                   "size limit: anyone can store files of any size on the server and fetch them "
-                   "back; the app has no upload component, so launch(max_file_size=1) (413 for "
-                   "any upload) would close it (see issue 6 report)", strict=False)
 def test_anonymous_uploads_are_refused(served):
     import httpx
 

@@ -419,6 +419,7 @@ def launch(demo, *, host: str = "127.0.0.1", port: int = 7860, auth=None, block:
         server_name=host, server_port=port, share=False, auth=auth, inbrowser=False,
         prevent_thread_lock=not block, show_error=False, allowed_paths=[], quiet=quiet,
         ssr_mode=False, mcp_server=False, pwa=False, enable_monitoring=False,
+        max_file_size=1,  # the app takes no uploads: close Gradio's /gradio_api/upload
         footer_links=["api", "settings"], theme=theme(), css=render.CSS)
 
 
