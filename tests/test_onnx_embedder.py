@@ -54,7 +54,7 @@ def test_model_key_follows_model_files_and_export_version(model_dir, monkeypatch
 def test_ensure_model_exports_once_and_clears_killed_exports(model_dir, tmp_path, monkeypatch):
     calls = []
 
-    def fake_export(src, out):
+    def fake_export(src, out, *, quantize=True):
         calls.append(src)
         out.write_bytes(b"onnx")
         return out
