@@ -178,18 +178,20 @@ def answer_stream(question: str, *, retriever, generator, settings, k: int | Non
     if sides and len(hits) >= 2:
         # A comparison: the extractive table (rag.compare) is the answer's first text (and marks
         # first_token), then the model's short synthesis, grounded against the compared papers.
-        from rag.compare import build_comparison, synthesis_messages
+        from rag.compare import SYNTHESIS_MAX_TOKENS, build_comparison, synthesis_messages
 
         support_hits = hits[:max(2, min(len(sides), len(hits)))]
         table = build_comparison(support_hits, retriever.embedder)
         timings["first_token"] = ms()
         yield TokenEvent(table.markdown + "\n\n")
         messages = synthesis_messages(standalone, table, generator, settings)
+        max_tokens = min(settings.max_answer_tokens, SYNTHESIS_MAX_TOKENS)
     else:
         messages, used = build_messages(standalone, hits, generator, settings)
         support_hits = hits[:used] if used else hits
+        max_tokens = settings.max_answer_tokens
     pieces: list[str] = []
-    for piece in generator.stream(messages, max_tokens=settings.max_answer_tokens,
+    for piece in generator.stream(messages, max_tokens=max_tokens,
                                   temperature=settings.temperature):
         if not pieces:
             timings.setdefault("first_token", ms())

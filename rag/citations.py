@@ -60,7 +60,8 @@ def drop_invalid(text: str, n_hits: int) -> str:
 
 def defuse(text: str) -> str:
     """Quoted text with every citation-like group turned into parentheses (``[9]`` -> ``(9)``,
-    ``[Paper 2]`` -> ``(Paper 2)``), so neither the model nor :func:`parse` reads it as a citation."""
+    ``[Paper 2]`` -> ``(Paper 2)``), so neither the model nor :func:`parse` reads it as a
+    citation."""
     return _GROUP.sub(lambda m: "(" + m.group(0)[1:-1] + ")", text)
 
 

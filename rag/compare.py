@@ -1,20 +1,21 @@
 """Comparison answers: an extractive side-by-side table, then a short cited synthesis.
 
-For "how does A differ from B?" or "compare these three papers" (:func:`rag.conversation.split_comparison`)
-the answer starts with a table built by code from the papers' own abstract sentences, so it is right
-even when the model is weak: one column per paper, one row per :data:`ROWS` entry, each cell one
-sentence of that paper's abstract (citation-like brackets defused, instruction-like sentences never
-used). Sentences are assigned by cue words and position:
+For "how does A differ from B?" or "compare these three papers"
+(:func:`rag.conversation.split_comparison`) the answer starts with a table built by code from the
+papers' own abstract sentences, so it is right even when the model is weak: one column per paper,
+one row per :data:`ROWS` entry, each cell one sentence of that paper's abstract (citation-like
+brackets defused, instruction-like sentences never used). Sentences are assigned by cue words and
+position:
 
 * **Problem**: motivation/gap cues ("challenge", "problem", "however", "existing", "limitation",
-  "remains unclear", "struggle", a question ...), early in the abstract; left empty when no sentence has a cue and the
-  first sentence is taken;
+  "remains unclear", "struggle", a question ...), early in the abstract; left empty when no
+  sentence has a cue and the first sentence is taken;
 * **Approach**: contribution cues ("we propose/introduce/present", "our method", "in this paper",
   "to address" ...), in the first half;
 * **Evidence / results**: evaluation cues ("experiments", "results", "outperform", "achieve",
   "%", "state-of-the-art", "we prove" ...), late;
-* **What sets it apart**: of the sentences left, the one least similar (max cosine of the
-  embedder's vectors) to any sentence of the other compared papers.
+* **What sets it apart**: of the sentences left from the approach sentence on, the one least
+  similar (max cosine of the embedder's vectors) to any sentence of the other compared papers.
 
 Each sentence fills at most one of the first three rows: the (row, sentence) pairs are taken best
 score first (a greedy assignment), so "Experiments show our method outperforms ..." lands in the
@@ -43,45 +44,57 @@ ROWS = ("Problem", "Approach", "Evidence / results", "What sets it apart")
 ASPECT = "Aspect"
 #: Shown in a cell the abstract has no sentence for.
 EMPTY = "—"
+#: Most tokens the model may write for the synthesis (the table already answers).
+SYNTHESIS_MAX_TOKENS = 160
 #: Longest cell, in characters (cut at a word boundary with "…").
 MAX_CELL_CHARS = 320
 
+def _cue(*alternatives: str, tail: str = "") -> re.Pattern:
+    """A case-insensitive pattern matching any of ``alternatives`` as whole words (or ``tail``)."""
+    return re.compile(r"\b(?:" + "|".join(alternatives) + r")\b" + (f"|{tail}" if tail else ""),
+                      re.I)
+
+
+#: Per row: (pattern, weight) pairs; a sentence scores the weights of the patterns it matches.
 _CUES: dict[str, list[tuple[re.Pattern, float]]] = {
     "Problem": [
-        (re.compile(r"\b(?:challeng\w*|however|existing|limitations?|limited|remains? (?:\w+ly )?"
-                    r"(?:unclear|open|challenging|difficult|limited|under\w+|unknown|elusive|unsolved|"
-                    r"poorly|an? (?:open|challenge|bottleneck|problem))|"
-                    r"struggl\w*|fail\w*|lacks?|lacking|suffer\w*|bottlenecks?|difficult\w*|despite|"
-                    r"although|gaps?|unclear|open (?:question|problem)|drawbacks?|hinder\w*|imped\w*|"
-                    r"hamper\w*|obstacles?|costly|expensive|prohibitive|inefficien\w*|"
-                    r"(?:not well|poorly) understood)\b|\?\s*$", re.I), 1.0),
-        (re.compile(r"\b(?:crucial|important|critical|fundamental|key|essential|widely|often|"
-                    r"typically|increasingly|recent(?:ly)?|prior|previous|conventional|motivat\w*|"
-                    r"problems?|issues?)\b", re.I), 0.4),
+        (_cue(r"challeng\w*", "however", "existing", "limitations?", "limited",
+              r"remains? (?:\w+ly )?(?:unclear|open|challenging|difficult|limited|under\w+|unknown"
+              r"|elusive|unsolved|poorly|an? (?:open|challenge|bottleneck|problem))",
+              r"struggl\w*", r"fail\w*", "lacks?", "lacking", r"suffer\w*", "bottlenecks?",
+              r"difficult\w*", "despite", "although", "gaps?", "unclear",
+              "open (?:question|problem)", "drawbacks?", r"hinder\w*", r"imped\w*", r"hamper\w*",
+              "obstacles?", "costly", "expensive", "prohibitive", r"inefficien\w*",
+              "(?:not well|poorly) understood", tail=r"\?\s*$"), 1.0),
+        (_cue("crucial", "important", "critical", "fundamental", "key", "essential", "widely",
+              "often", "typically", "increasingly", "recent(?:ly)?", "prior", "previous",
+              "conventional", r"motivat\w*", "problems?", "issues?"), 0.4),
     ],
     "Approach": [
-        (re.compile(r"\b(?:we (?:propose|introduce|present|develop|design|devise|formulate|put forward|"
-                    r"adapt|build|construct|reformulate|cast|frame|revisit|study|investigate|explore|"
-                    r"extend|refine|generali[sz]e)|(?:this|the present) (?:paper|work|study) (?!is\b|"
-                    r"was\b|has\b)[a-z]+s\b|our (?:method|approach|framework|"
-                    r"model|algorithm|technique|system|solution|key idea|design)|(?:this|the) (?:paper|work)"
-                    r" (?:proposes|introduces|presents|develops)|in this (?:paper|work)|to (?:address|"
-                    r"tackle|overcome|bridge|close|solve) (?:this|these|the)|to this end|called|named|"
-                    r"dubbed|termed)\b", re.I), 1.0),
-        (re.compile(r"\b(?:novel|framework|architecture|algorithm|method|approach|mechanism|we "
-                    r"(?:use|employ|leverage|combine|train|learn|model|study|analy[sz]e|derive))\b",
-                    re.I), 0.4),
+        (_cue("we (?:propose|introduce|present|develop|design|devise|formulate|put forward|adapt"
+              "|build|construct|reformulate|cast|frame|revisit|study|investigate|explore|extend"
+              "|refine|generali[sz]e)",
+              r"(?:this|the present) (?:paper|work|study) (?!is\b|was\b|has\b)[a-z]+s",
+              "our (?:method|approach|framework|model|algorithm|technique|system|solution|key idea"
+              "|design)",
+              "in this (?:paper|work)",
+              "to (?:address|tackle|overcome|bridge|close|solve) (?:this|these|the)",
+              "to this end", "called", "named", "dubbed", "termed"), 1.0),
+        (_cue("novel", "framework", "architecture", "algorithm", "method", "approach", "mechanism",
+              "we (?:use|employ|leverage|combine|train|learn|model|study|analy[sz]e|derive)"), 0.4),
     ],
     "Evidence / results": [
-        (re.compile(r"(?:\b(?:experiments?|experimental(?:ly)?|results?|outperform\w*|achiev\w*|"
-                    r"state[- ]of[- ]the[- ]art|sota|surpass\w*|empirical(?:ly)?|evaluations?|"
-                    r"benchmarks?|speed-?ups?|we (?:prove|establish|show|demonstrate|obtain|confirm|find|observe)|"
-                    r"(?:lower|upper|tight|regret) bounds?|tighter|than (?:the )?(?:existing|prior|previous|"
-                    r"current|baseline)|demonstrat\w*|improves? (?:by|over|upon)|"
-                    r"matches|validat\w*)\b|%|\b\d+(?:\.\d+)?\s?[x×]\b)",
-                    re.I), 1.0),
-        (re.compile(r"\b(?:accuracy|faster|better|lower|higher|bounds?|rates?|guarantees?|competitive|"
-                    r"consistently|significant(?:ly)?|datasets?|tasks?)\b", re.I), 0.4),
+        (_cue(r"experiments?", r"experimental(?:ly)?", "results?", r"outperform\w*", r"achiev\w*",
+              "state[- ]of[- ]the[- ]art", "sota", r"surpass\w*", "empirical(?:ly)?",
+              "evaluations?", "benchmarks?", "speed-?ups?",
+              "we (?:prove|establish|show|demonstrate|obtain|confirm|find|observe)",
+              "(?:lower|upper|tight|regret) bounds?", "tighter",
+              "than (?:the )?(?:existing|prior|previous|current|baseline)", r"demonstrat\w*",
+              "improves? (?:by|over|upon)", "matches", r"validat\w*",
+              tail=r"%|\b\d+(?:\.\d+)?\s?[x×]\b"), 1.0),
+        (_cue("accuracy", "faster", "better", "lower", "higher", "bounds?", "rates?",
+              "guarantees?", "competitive", "consistently", "significant(?:ly)?", "datasets?",
+              "tasks?"), 0.4),
     ],
 }
 #: Verbs of a remedy: a sentence using them describes the approach, not the problem.
@@ -116,7 +129,8 @@ class Comparison:
     rows: list[list[str]]
     markdown: str
 
-    def with_synthesis(self, synthesis: str, citations: list[Citation]) -> tuple[str, list[Citation]]:
+    def with_synthesis(self, synthesis: str, citations: list[Citation]
+                       ) -> tuple[str, list[Citation]]:
         """The comparison answer's text (the Markdown table, a blank line, the grounded synthesis)
         and its citations: the synthesis's, then one per compared paper it does not cite, which the
         table quotes verbatim (``support`` 1.0, ``evidence`` its approach cell)."""
@@ -182,38 +196,45 @@ def to_markdown(rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
+def distinctive(own: np.ndarray, others: np.ndarray, sentences: Sequence[str],
+                exclude: set[int], start: int = 0) -> int | None:
+    """Index of the sentence least like the other papers: the smallest max-cosine of ``own``
+    (one row per sentence) to ``others`` (the other papers' sentence vectors). Only sentences
+    from ``start`` on (the approach sentence: what sets a paper apart is what it does, not its
+    motivation) outside ``exclude`` (already in the table), without boilerplate ("code is
+    available at ...") and of 5+ words compete, while any is left. None without sentences."""
+    usable = [i for i, s in enumerate(sentences) if not _BOILERPLATE.search(s)]
+    cands = ([i for i in usable if i >= start and i not in exclude
+              and len(sentences[i].split()) >= 5]
+             or [i for i in usable if i not in exclude] or usable or list(range(len(sentences))))
+    if not cands:
+        return None
+    if not len(others):
+        return cands[0]
+    closeness = (own[cands] @ others.T).max(axis=1)
+    return cands[int(np.argmin(closeness))]
+
+
 def build_comparison(hits: Sequence[Hit], embedder) -> Comparison:
     """The extractive table for ``hits`` (compared papers, numbered 1..len(hits) in that order).
 
-    ``embedder`` picks the "what sets it apart" sentence (cosine of its vectors); everything else
-    is cue words and position, so the table does not depend on the language model.
+    ``embedder`` picks the "what sets it apart" sentence (:func:`distinctive`); everything else is
+    cue words and position (:func:`classify`), so the table does not depend on the language model.
     """
     sents = [abstract_sentences(h.paper) for h in hits]
     columns = [Column(n, h) for n, h in enumerate(hits, start=1)]
-    flat = [s for ss in sents for s in ss]
-    vecs = embed_cached(embedder, flat) if flat else None
-    spans, j = [], 0
-    for ss in sents:
-        spans.append((j, j + len(ss)))
-        j += len(ss)
+    vecs = embed_cached(embedder, [s for ss in sents for s in ss])
+    bounds = np.cumsum([0] + [len(ss) for ss in sents])
     for c, (col, ss) in enumerate(zip(columns, sents)):
         chosen = classify(ss)
-        for role, i in chosen.items():
-            col.cells[role] = ss[i]
-        # distinctive: least similar to any sentence of the other papers, among unused sentences
-        a, b = spans[c]
-        others = [k for k, (x, y) in enumerate(spans) if k != c and y > x]
-        cands = [i for i in range(len(ss)) if i not in chosen.values()
-                 and not _BOILERPLATE.search(ss[i]) and len(ss[i].split()) >= 5]
-        if not cands:
-            cands = [i for i in range(len(ss)) if not _BOILERPLATE.search(ss[i])] or list(range(len(ss)))
-        if cands and others and vecs is not None:
-            other_vecs = np.concatenate([vecs[x:y] for k, (x, y) in enumerate(spans) if k in others])
-            closeness = (vecs[a:b][cands] @ other_vecs.T).max(axis=1)
-            col.cells[ROWS[3]] = ss[cands[int(np.argmin(closeness))]]
-        elif cands:
-            col.cells[ROWS[3]] = ss[cands[0]]
-    header = [ASPECT] + [f"{cit.defuse(normalise(col.hit.paper.title))} [{col.n}]" for col in columns]
+        col.cells = {role: ss[i] for role, i in chosen.items()}
+        own = vecs[bounds[c]:bounds[c + 1]]
+        others = np.concatenate([vecs[:bounds[c]], vecs[bounds[c + 1]:]])
+        i = distinctive(own, others, ss, set(chosen.values()), chosen.get(ROWS[1], 0))
+        if i is not None:
+            col.cells[ROWS[3]] = ss[i]
+    header = [ASPECT] + [f"{cit.defuse(normalise(col.hit.paper.title))} [{col.n}]"
+                         for col in columns]
     rows = [header] + [[role] + [_cell(col.cells[role]) if col.cells.get(role) else EMPTY
                                  for col in columns] for role in ROWS]
     return Comparison(columns, rows, to_markdown(rows))
@@ -232,7 +253,8 @@ def synthesis_messages(question: str, comparison: Comparison, generator, setting
         blocks = []
         for col in comparison.columns:
             picked = list(dict.fromkeys(col.cells[r] for r in roles if col.cells.get(r)))
-            blocks.append(prompts.render("paper", n=col.n, title=cit.quote(normalise(col.hit.paper.title)),
+            title = cit.quote(normalise(col.hit.paper.title))
+            blocks.append(prompts.render("paper", n=col.n, title=title,
                                          text=cit.quote(" ".join(picked))))
         user = prompts.render("compare", papers="\n\n".join(blocks), question=question)
         if generator.count_tokens(system) + generator.count_tokens(user) <= budget:

@@ -122,16 +122,15 @@ def test_synthesis_prompt_is_compact_and_quoted(fake_embedder, settings, scripte
     assert user.rstrip().endswith("citing each as [1], [2], ...")
 
 
-#: split_comparison needs two words a side, so StepORLM is named with its topic.
+#: The comparison question of issue 5 (a one-word named side: StepORLM).
 COMPARISON = ("How does the paper on refining hybrid genetic search for CVRP with an RL-finetuned LLM "
-              "differ from StepORLM, the self-evolving framework for operations research language models?")
+              "differ from StepORLM?")
 
 
 def test_one_word_side_is_a_comparison():
     from rag.conversation import split_comparison
 
-    assert split_comparison("How does the paper on refining hybrid genetic search for CVRP with an "
-                            "RL-finetuned LLM differ from StepORLM?")
+    assert split_comparison(COMPARISON)[1] == "StepORLM"
 
 
 def test_comparison_answer_end_to_end(fake_index, scripted):

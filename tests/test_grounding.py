@@ -252,3 +252,19 @@ def test_a_huge_abstract_costs_bounded_work(fake_embedder):
     g = ground("Widget number 7 is measured [1].", [Hit(huge, 1.0)], fake_embedder, threshold=T)
     assert g.sentences[0].supported
     assert sum(len(c) for c in fake_embedder.calls) <= grounding.MAX_PAPER_SENTENCES + 2
+
+
+def test_markers_only_answer_falls_back_to_the_best_evidence(fake_index, scripted):
+    settings, retriever = fake_index
+    scripted.enqueue("[1] [2], [3, 4].")
+    ans = answer("crossover operators for CVRP hybrid genetic search", retriever=retriever,
+                 generator=scripted, settings=settings)
+    evidence = ans.hits[0].evidence[0]
+    assert ans.text == evidence.rstrip(".") + " [1]."
+    assert [c.n for c in ans.citations] == [1] and ans.sentences[0].supported
+
+
+def test_answer_without_hits_keeps_no_marker(fake_embedder):
+    g = ground("Something [1]. Else.", [], fake_embedder)
+    assert g.text == "Something. Else." and g.citations == []
+    assert not any(s.supported for s in g.sentences)
