@@ -13,7 +13,7 @@ import re
 import unicodedata
 from functools import lru_cache
 
-NORMALISER_VERSION = "1"
+NORMALISER_VERSION = "2"  # 2: font macros (\\texttt{X} in math) keep their text
 
 _LATEXISH = re.compile(r"[\\$]|\{[^}]*\}")
 _UNESCAPED_PERCENT = re.compile(r"(?<!\\)%")
@@ -23,11 +23,32 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9$\\])")
 _ABBREV = re.compile(r"\b(?:e\.g|i\.e|et al|vs|cf|Fig|Eq|resp|approx|etc)\.$", re.I)
 
 
+#: Font macros whose argument is the text itself. pylatexenc drops unknown macros inside math
+#: ("$\\texttt{StepORLM}$" -> ""), which would erase method names from abstracts.
+_FONT_MACROS = ("texttt", "mathtt", "textsc", "mathsf", "textsf", "textrm", "mathrm", "textnormal",
+                "textup", "textmd", "mathnormal")
+
+
 @lru_cache(maxsize=1)
 def _latex_converter():
-    from pylatexenc.latex2text import LatexNodes2Text
+    from pylatexenc import latexwalker, macrospec
+    from pylatexenc.latex2text import (LatexNodes2Text, MacroTextSpec,
+                                       get_default_latex_context_db)
 
-    return LatexNodes2Text(math_mode="text", strict_latex_spaces=False)
+    text_db = get_default_latex_context_db()
+    text_db.add_context_category("paperchat-fonts", prepend=True, macros=[
+        MacroTextSpec(m, simplify_repl="%(1)s") for m in _FONT_MACROS])
+    walker_db = latexwalker.get_default_latex_context_db()
+    walker_db.add_context_category("paperchat-fonts", prepend=True, macros=[
+        macrospec.MacroSpec(m, "{") for m in _FONT_MACROS])
+    converter = LatexNodes2Text(latex_context=text_db, math_mode="text", strict_latex_spaces=False)
+
+    def convert(text: str) -> str:
+        walker = latexwalker.LatexWalker(text, latex_context=walker_db, tolerant_parsing=True)
+        nodes, _, _ = walker.get_latex_nodes()
+        return converter.nodelist_to_text(nodes)
+
+    return convert
 
 
 def latex_to_text(text: str) -> str:
@@ -40,7 +61,7 @@ def latex_to_text(text: str) -> str:
     if not _LATEXISH.search(text):
         return text
     try:
-        return _latex_converter().latex_to_text(_UNESCAPED_PERCENT.sub(r"\\%", text))
+        return _latex_converter()(_UNESCAPED_PERCENT.sub(r"\\%", text))
     except Exception:  # pylatexenc is tolerant, but never let one abstract stop an index build
         return text
 

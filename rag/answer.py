@@ -16,7 +16,8 @@ from typing import Iterator, Sequence
 from index.text import normalise, split_sentences
 from rag import citations as cit
 from rag import prompts
-from rag.conversation import Turn, retrieval_query, split_comparison, standalone_question
+from rag.conversation import (Turn, previous_papers_to_compare, retrieval_query, split_comparison,
+                              standalone_question)
 from rag.errors import InvalidQuestionError
 from rag.filters import Filters
 from rag.grounding import ground
@@ -121,6 +122,14 @@ def retrieve_for(question: str, retriever, settings, *, k: int, filters: Filters
     """Standalone question, hits and refusal for one turn (follow-ups and comparisons handled)."""
     from rag.refusal import is_out_of_corpus, unknown_names
 
+    previous = previous_papers_to_compare(question, history)
+    if previous:  # "compare these three papers": the papers of the previous answer, in order
+        titles = [normalise(p.title) for p in previous]
+        standalone = f"Compare {', '.join(titles[:-1])} with {titles[-1]}"
+        hits = [Hit(p, 1.0 - i / 100) for i, p in enumerate(previous)]
+        if evidence:
+            retriever.attach_evidence(question, hits)
+        return standalone, hits, False
     standalone, about = standalone_question(question, history)
     query = retrieval_query(question, history)
     sides = split_comparison(question)

@@ -1,8 +1,9 @@
 """``paperchat bench query`` and ``paperchat bench answer``: latency figures, never pass/fail.
 
 query: every question of ``shared/eval`` (both dev sets) through the full retrieval path used by
-answers (query embedding, Chroma, BM25, fusion, refusal check, follow-up/comparison handling,
-evidence sentences), after 5 warm-up questions. Baseline in the same run: a bare Chroma
+answers (query embedding, Chroma, BM25, fusion, refusal check, comparison handling: question in,
+ranked hits out), after 5 warm-up questions. Choosing each hit's evidence sentences (embedding
+its abstract's sentences, done before the prompt is built) is timed separately. Baseline in the same run: a bare Chroma
 ``query`` of the already-embedded question (the floor any dense retrieval pays). Medians and p95
 in milliseconds, plus the ratio of medians.
 
@@ -50,11 +51,15 @@ def bench_query(settings) -> dict:
     questions = _questions()
     for q in questions[:5]:
         retrieve_for(q, retriever, settings, k=settings.k, filters=None, history=[])
-    ours, bare = [], []
+    ours, bare, evid = [], [], []
     for q in questions:
         t0 = time.perf_counter()
-        retrieve_for(q, retriever, settings, k=settings.k, filters=None, history=[])
+        standalone, hits, _ = retrieve_for(q, retriever, settings, k=settings.k, filters=None,
+                                           history=[], evidence=False)
         ours.append((time.perf_counter() - t0) * 1000)
+        t0 = time.perf_counter()
+        retriever.attach_evidence(standalone, hits)
+        evid.append((time.perf_counter() - t0) * 1000)
         vec = retriever.embedder.embed([normalise(q)])[0]
         t0 = time.perf_counter()
         retriever.store.query(vec, settings.k * 4)
@@ -63,6 +68,8 @@ def bench_query(settings) -> dict:
         "bench": "query", "index": retriever.name, "papers": len(retriever),
         "chunks": retriever.store.count(), "questions": len(questions),
         "ours_ms": {"median": round(statistics.median(ours), 2), "p95": round(_pct(ours, 95), 2)},
+        "evidence_sentences_ms": {"median": round(statistics.median(evid), 2),
+                                  "p95": round(_pct(evid, 95), 2)},
         "baseline_chroma_query_ms": {"median": round(statistics.median(bare), 2),
                                      "p95": round(_pct(bare, 95), 2)},
         "ratio_median_ours_over_baseline": round(statistics.median(ours) / statistics.median(bare), 2),

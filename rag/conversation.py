@@ -123,3 +123,30 @@ def _side_ok(side: str) -> bool:
     if len(words) >= 2:
         return True
     return len(words) == 1 and len(words[0]) >= 3 and bool(re.search(r"^.+[A-Z0-9]", words[0]))
+
+
+_COMPARE_PREVIOUS = re.compile(
+    r"^\s*(?:(?:compare|contrast)\s+(?:these|those|the|them|both|all)\b|how\s+do\s+(?:these|those|they|"
+    r"the)\b.*\b(?:differ|compare)|what(?:'s| is| are) the differences?\s+between\s+(?:them|these|"
+    r"those|the))", re.I)
+_NUMBER_WORDS = {"two": 2, "three": 3, "four": 4, "five": 5, "both": 2}
+
+
+def previous_papers_to_compare(question: str, history: list[Turn]) -> list[Paper] | None:
+    """Papers of the previous answer when the question asks to compare them without naming them
+    ("compare these three papers", "how do they differ?"); None otherwise or with fewer than two.
+
+    The count comes from a number word or digit in the question (2-5), else up to three.
+    """
+    if not history or not _COMPARE_PREVIOUS.match(question):
+        return None
+    papers = history[-1].papers
+    n = 3
+    for word, value in _NUMBER_WORDS.items():
+        if re.search(rf"\b{word}\b", question, re.I):
+            n = value
+    digit = re.search(r"\b([2-5])\b", question)
+    if digit:
+        n = int(digit.group(1))
+    chosen = papers[:n]
+    return chosen if len(chosen) >= 2 else None

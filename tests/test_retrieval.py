@@ -168,3 +168,32 @@ def test_a_named_index_that_does_not_exist_says_how_to_build_it(settings, fake_e
 
     with pytest.raises(IndexNotFoundError, match="paperchat index PATH --name mine"):
         ensure_index(settings, fake_embedder, name="mine")
+
+
+@pytest.mark.parametrize("question,n", [
+    ("Compare these three papers", 3),
+    ("compare the two papers", 2),
+    ("How do they differ?", 3),
+    ("What are the differences between them?", 3),
+    ("Which papers use GRPO?", None),
+])
+def test_compare_the_previous_answers_papers(question, n):
+    from rag.conversation import previous_papers_to_compare
+
+    papers = [Paper(f"p{i}", f"Title {i}", "a") for i in range(5)]
+    got = previous_papers_to_compare(question, [Turn("q", papers=papers)])
+    assert (None if got is None else [p.id for p in got]) == (
+        None if n is None else [f"p{i}" for i in range(n)])
+    assert previous_papers_to_compare(question, []) is None
+
+
+def test_compare_these_papers_answers_with_a_table(fake_index, scripted):
+    from rag.answer import answer
+
+    settings, retriever = fake_index
+    prev = [retriever.papers[i] for i in ("aITKXFeivk", "ZrgxU8WMmG", "YgudIlQ9nC")]
+    scripted.enqueue("They differ [1][2].")
+    ans = answer("Compare these three papers", retriever=retriever, generator=scripted,
+                 settings=settings, history=[Turn("q", papers=prev)])
+    assert [h.id for h in ans.hits] == [p.id for p in prev]
+    assert ans.comparison is not None and len(ans.comparison[0]) == 4  # aspect + 3 papers
