@@ -71,6 +71,7 @@ def _summarise(per_query: list[tuple[dict, list[str], bool]]) -> dict:
 
 def run_queries(queries: list[dict], retriever, settings) -> dict:
     """Ours and both baselines over ``queries``; returns the DESIGN.md eval object."""
+    from index.text import normalise
     from rag.answer import retrieve_for
     from rag.refusal import baseline_refuses
 
@@ -88,8 +89,6 @@ def run_queries(queries: list[dict], retriever, settings) -> dict:
         text = " ".join(turns)
         lex = retriever.bm25(text, n=K)
         bm25.append((q, lex.ids, baseline_refuses("bm25", lex.scores)))
-        from index.text import normalise
-
         den = retriever.dense(retriever.embedder.embed([normalise(text)])[0])
         dense.append((q, den.ids[:K], baseline_refuses("dense", den.scores)))
     report = {"n": len(queries), **_summarise(ours)}

@@ -44,7 +44,7 @@ def render(name: str, **values) -> str:
     missing, unknown = need - values.keys(), values.keys() - need
     if missing or unknown:
         raise TemplateError(f"template {name!r}: missing {sorted(missing)}, unknown {sorted(unknown)}")
-    # values are data: escape braces so user text never becomes a format field
+    # str.format does not re-read the values, so braces in user text stay literal
     return template.format(**{k: str(v) for k, v in values.items()})
 
 

@@ -212,8 +212,9 @@ class Retriever:
     def attach_evidence(self, question: str, hits: list[Hit], qvec: np.ndarray | None = None,
                         n: int = 3) -> None:
         """Fill ``hit.evidence`` with the ``n`` abstract sentences most similar to the question
-        (cosine similarity of sentence embeddings, ties broken by BM25-term overlap), in
-        abstract order so they read naturally."""
+        (cosine similarity of sentence embeddings, ties broken by BM25-term overlap): the best one
+        first (the card shows ``evidence[0]``), the others in abstract order so they read
+        naturally."""
         if not hits:
             return
         if qvec is None:
@@ -230,9 +231,5 @@ class Retriever:
             overlap = [len(qterms & set(query_terms(s))) / (1 + len(qterms)) for s in ss]
             score = [float(a) + 0.1 * b for a, b in zip(sims, overlap)]
             best = sorted(range(len(ss)), key=lambda j: score[j], reverse=True)[:n]
-            hit.evidence = [ss[j] for j in sorted(best)] if len(best) > 1 else [ss[j] for j in best]
-            # keep the very best first: the card shows evidence[0]
-            top = max(best, key=lambda j: score[j])
-            hit.evidence.remove(ss[top])
-            hit.evidence.insert(0, ss[top])
+            hit.evidence = [ss[best[0]]] + [ss[j] for j in sorted(best[1:])]
             i += len(ss)
