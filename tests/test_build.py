@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -421,11 +422,18 @@ def test_build_killed_between_chunks_and_catalog_rows_resumes_exactly(tmp_path, 
 @pytest.mark.timeout(300)
 def test_build_interrupted_with_ctrl_c_resumes_exactly(tmp_path, settings, interrupted_source):
     db = settings.index_dir("default") / "papers.sqlite"
-    proc = start_build(tmp_path, settings, interrupted_source)
-    wait_for(lambda: catalog_rows(db) >= PAPERS_PER_STEP, proc)
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=60)
-    assert proc.returncode != 0 and "KeyboardInterrupt" in err
+    for attempt in range(3):
+        # Python delivers a SIGINT that lands inside a finaliser (__del__, a weakref callback) as
+        # "Exception ignored in ...": the build then runs to the end. Seen once in a loaded full
+        # run; that case is retried from an empty index, any other outcome is checked below.
+        proc = start_build(tmp_path, settings, interrupted_source)
+        wait_for(lambda: catalog_rows(db) >= PAPERS_PER_STEP, proc)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+        if not (proc.returncode == 0 and "finished" in out and "Exception ignored" in err):
+            break
+        shutil.rmtree(settings.index_dir("default"))
+    assert proc.returncode != 0 and "KeyboardInterrupt" in err, err[-2000:]
     rows = catalog_rows(db)
     assert PAPERS_PER_STEP <= rows < N_INTERRUPTED
     resume_and_check(settings, interrupted_source, rows)
