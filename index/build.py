@@ -214,10 +214,10 @@ def build_index(source: str | Path | LoadResult, *, settings, embedder, name: st
         lexical_dir = index_dir / "bm25"
         fingerprint = catalog_fingerprint(catalog.hashes())
         changed = summary.embedded or summary.updated_metadata or summary.pruned or stray
-        if changed or not lexical_dir.exists() or \
+        # It is also rebuilt when it was made with other BM25 parameters (an older version).
+        if changed or not LexicalIndex.is_current(lexical_dir) or \
                 (recorded or {}).get("catalog_fingerprint") != fingerprint:
-            rows = list(catalog.papers())
-            LexicalIndex.build([p.id for p, _ in rows], [t for _, t in rows]).save(lexical_dir)
+            lexical_from_catalog(catalog).save(lexical_dir)
 
         summary.papers = catalog.count()
         summary.chunks = store.count()
@@ -226,6 +226,12 @@ def build_index(source: str | Path | LoadResult, *, settings, embedder, name: st
                                    "chunks": summary.chunks, "source": label,
                                    "catalog_fingerprint": fingerprint})
         return summary
+
+
+def lexical_from_catalog(catalog: Catalog) -> LexicalIndex:
+    """A BM25 index over every paper of ``catalog`` (its stored search texts)."""
+    rows = list(catalog.papers())
+    return LexicalIndex.build([p.id for p, _ in rows], [t for _, t in rows])
 
 
 def catalog_fingerprint(hashes: dict[str, str]) -> str:

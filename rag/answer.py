@@ -148,7 +148,7 @@ def retrieve_for(question: str, retriever, settings, *, k: int, filters: Filters
                 hits.append(h)
         top_dense = max(max(r.dense.scores[:1], default=0.0) for r in side_res + [merged_res])
     else:
-        res = retriever.search(query, k=k, filters=filters, evidence=False)
+        res = retriever.search(query, k=k, filters=filters, evidence=False, feedback=about is None)
         hits = res.hits
         top_dense = max(res.dense.scores[:1], default=0.0)
     if about is None:

@@ -10,6 +10,7 @@ match. Chunks of one paper are merged before ranking, so one paper never takes s
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +26,8 @@ from rag.filters import Filters
 from rag.lexical import LexicalIndex, query_terms
 from rag.types import Hit, Paper
 
+
+log = logging.getLogger(__name__)
 
 #: Evidence is looked for in the first this many chars / sentences of an abstract (a real
 #: abstract has at most ~4,300 chars and ~30 sentences; this bounds the cost of a pathological one).
@@ -94,6 +97,21 @@ def zfusion(dense: Ranking, lexical: Ranking, lexical_weight: float = 0.8,
     return fused
 
 
+def _open_lexical(directory: Path, catalog: Catalog) -> LexicalIndex:
+    """Load the BM25 index; one built by an older version with other BM25 parameters is rebuilt
+    from the catalog and saved over (kept in memory only when the index is read-only)."""
+    if LexicalIndex.is_current(directory):
+        return LexicalIndex.load(directory)
+    from index.build import lexical_from_catalog
+
+    lexical = lexical_from_catalog(catalog)
+    try:
+        lexical.save(directory)
+    except OSError as exc:
+        log.warning("BM25 index rebuilt in memory, not saved (%s)", exc)
+    return lexical
+
+
 class Retriever:
     """Searches one index. Build with :meth:`open`; thread-safe for concurrent searches.
 
@@ -130,8 +148,9 @@ class Retriever:
         recorded = manifest.read(index_dir) or {}
         manifest.check(recorded, manifest.build_keys(settings, embedder.dim), name)
         store = open_store(index_dir, settings, name, create=False)
-        lexical = LexicalIndex.load(index_dir / "bm25")
-        papers = {p.id: p for p, _ in Catalog(index_dir / "papers.sqlite").papers()}
+        catalog = Catalog(index_dir / "papers.sqlite")
+        lexical = _open_lexical(index_dir / "bm25", catalog)
+        papers = {p.id: p for p, _ in catalog.papers()}
         return cls(store, lexical, papers, embedder, settings, name)
 
     def __len__(self) -> int:
@@ -175,7 +194,7 @@ class Retriever:
 
     # -- the hybrid search ------------------------------------------------------------------------
     def search(self, question: str, k: int | None = None, filters: Filters | None = None,
-               evidence: bool = True) -> Retrieval:
+               evidence: bool = True, feedback: bool = True) -> Retrieval:
         """Top-``k`` papers for ``question``, best first, as :class:`Hit`s.
 
         Fusion is a convex combination of z-scored channel scores (Bruch, Gai & Ingber 2023, "An
@@ -186,8 +205,21 @@ class Retriever:
         (0.8) was chosen on ``shared/eval/dev_hard.jsonl`` from a plateau (0.8-0.9 over candidate
         pools of 100-200 give the same recall@5), not a single best point.
 
+        With ``feedback`` (and ``settings.feedback_papers`` > 0) the dense side is searched a
+        second time with a Rocchio query (Rocchio 1971; for dense retrievers Li et al. 2022,
+        "Pseudo Relevance Feedback with Deep Language Models and Dense Retrievers"):
+        ``q' = q + feedback_weight * mean(v_p)`` over the top ``feedback_papers`` fused papers,
+        ``v_p`` the L2-normalised mean of paper p's chunk vectors, ``q'`` re-normalised; then
+        fused again with the same BM25 scores. It pulls in papers worded unlike the question but
+        like its best matches (dev_hard: specific recall@1 0.822 -> 0.867 and recall@5 0.933 ->
+        0.956 on the int8 index, the same direction with fp32 vectors; m=2 with beta 0.25-0.5
+        is a plateau). Callers turn it off for follow-ups, whose query already carries the
+        previous turn.
+
         ``Hit.score`` is the fused score (higher is better; comparable within one question only);
-        ``Hit.dense`` the best chunk's cosine similarity, ``Hit.lexical`` the BM25 score.
+        ``Hit.dense`` the best chunk's cosine similarity to the question itself (not the
+        feedback query), ``Hit.lexical`` the BM25 score. ``Retrieval.dense`` is the ranking
+        of the question itself too, so refusal thresholds keep their calibration.
         """
         t0 = time.perf_counter()
         k = k or self.settings.k
@@ -196,18 +228,46 @@ class Retriever:
         dense = self.dense(qvec, filters, allowed)
         full = self.bm25_scores(question, allowed)
         lexical = self.bm25(question, allowed, scores=full)
-        lx = {pid: float(full[self.lexical.row[pid]]) for pid in dense.ids if pid in self.lexical.row}
-        lx.update(zip(lexical.ids, lexical.scores))
-        fused = zfusion(dense, lexical, self.settings.lexical_weight, lexical_all=lx)
+        fused = self._fuse(dense, lexical, full)
+        meta = {}
+        m = self.settings.feedback_papers if feedback else 0
+        if m and fused:
+            top = sorted(fused, key=lambda pid: fused[pid], reverse=True)[:m]
+            q2 = self.feedback_query(qvec, top)
+            if q2 is not None:
+                fused = self._fuse(self.dense(q2, filters, allowed), lexical, full)
+                meta["feedback_papers"] = top
         order = sorted(fused, key=lambda pid: fused[pid], reverse=True)[:k]
         d = dict(zip(dense.ids, dense.scores))
         missing = [pid for pid in order if pid not in d]
-        if missing:  # found by BM25 only: their best chunk's cosine, from the stored vectors
+        if missing:  # not among the question's own dense candidates: cosine from stored vectors
             d.update(self.store.best_similarity(qvec, missing))
-        hits = [Hit(self.papers[pid], fused[pid], d.get(pid, 0.0), lx.get(pid, 0.0)) for pid in order]
+        row = self.lexical.row
+        hits = [Hit(self.papers[pid], fused[pid], d.get(pid, 0.0),
+                    float(full[row[pid]]) if pid in row else 0.0) for pid in order]
         if evidence:
             self.attach_evidence(question, hits, qvec)
-        return Retrieval(hits, dense, lexical, (time.perf_counter() - t0) * 1000)
+        return Retrieval(hits, dense, lexical, (time.perf_counter() - t0) * 1000, meta)
+
+    def _fuse(self, dense: Ranking, lexical: Ranking, full: np.ndarray) -> dict[str, float]:
+        """:func:`zfusion` of the two channels, with exact BM25 scores for the dense candidates
+        (``full``: every paper's BM25 score, row order of ``self.lexical.ids``)."""
+        lx = {pid: float(full[self.lexical.row[pid]]) for pid in dense.ids if pid in self.lexical.row}
+        lx.update(zip(lexical.ids, lexical.scores))
+        return zfusion(dense, lexical, self.settings.lexical_weight, lexical_all=lx)
+
+    def feedback_query(self, qvec: np.ndarray, paper_ids: list[str]) -> np.ndarray | None:
+        """Rocchio query ``normalise(q + feedback_weight * mean_p normalise(mean of p's chunk
+        vectors))``, shape (dim,) float32; None when no paper has stored vectors."""
+        vecs = self.store.paper_vectors(paper_ids)
+        if not vecs:
+            return None
+        centroids = []
+        for v in vecs.values():
+            c = v.mean(axis=0)
+            centroids.append(c / (np.linalg.norm(c) or 1.0))
+        q2 = np.asarray(qvec, dtype=np.float32) + self.settings.feedback_weight * np.mean(centroids, axis=0)
+        return (q2 / (np.linalg.norm(q2) or 1.0)).astype(np.float32)
 
     def attach_evidence(self, question: str, hits: list[Hit], qvec: np.ndarray | None = None,
                         n: int = 3) -> None:

@@ -56,6 +56,11 @@ class Settings(BaseSettings):
     rrf_k: float = Field(60.0, description="Reciprocal rank fusion constant (Cormack et al. 2009).")
     lexical_weight: float = Field(0.8, description="Weight of the z-scored BM25 score against the "
                                   "z-scored dense score in fusion (see rag.retrieve.zfusion).")
+    feedback_papers: int = Field(2, ge=0, le=20, description="Pseudo-relevance feedback: the "
+                                 "top fused papers whose vectors move the query (0 = off; see "
+                                 "rag.retrieve.Retriever.search).")
+    feedback_weight: float = Field(0.5, ge=0.0, description="Rocchio beta: weight of the feedback "
+                                   "papers' mean vector added to the query vector (alpha = 1).")
     max_question_chars: int = Field(4000, description="Longest question accepted, in chars.")
 
     # --- generation ----------------------------------------------------------------------------

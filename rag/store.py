@@ -262,18 +262,21 @@ class ChromaStore:
             got = self._col.get(ids=list(ids), include=["embeddings"])
         return {i: np.asarray(e, dtype=np.float32) for i, e in zip(got["ids"], got["embeddings"])}
 
-    def best_similarity(self, embedding: np.ndarray, paper_ids: Sequence[str]) -> dict[str, float]:
-        """Best chunk cosine similarity of each given paper to ``embedding`` (shape (dim,)),
-        computed from the stored vectors (for papers a dense query did not return)."""
+    def paper_vectors(self, paper_ids: Sequence[str]) -> dict[str, np.ndarray]:
+        """Stored chunk vectors of each given paper: shape (n_chunks, dim) float32 (papers without
+        chunks are absent)."""
         if not paper_ids:
             return {}
         with self._guarded():
             got = self._col.get(where={"paper_id": {"$in": list(paper_ids)}},
                                 include=["embeddings", "metadatas"])
-        best: dict[str, float] = {}
-        q = np.asarray(embedding, dtype=np.float32)
+        rows: dict[str, list[np.ndarray]] = {}
         for meta, emb in zip(got["metadatas"], got["embeddings"]):
-            sim = float(np.asarray(emb, dtype=np.float32) @ q)
-            pid = meta["paper_id"]
-            best[pid] = max(sim, best.get(pid, -1.0))
-        return best
+            rows.setdefault(meta["paper_id"], []).append(np.asarray(emb, dtype=np.float32))
+        return {pid: np.stack(v) for pid, v in rows.items()}
+
+    def best_similarity(self, embedding: np.ndarray, paper_ids: Sequence[str]) -> dict[str, float]:
+        """Best chunk cosine similarity of each given paper to ``embedding`` (shape (dim,)),
+        computed from the stored vectors (for papers a dense query did not return)."""
+        q = np.asarray(embedding, dtype=np.float32)
+        return {pid: float((vecs @ q).max()) for pid, vecs in self.paper_vectors(paper_ids).items()}

@@ -32,7 +32,9 @@ def test_search_returns_k_hits_best_first_with_evidence(fake_index):
     assert [h.id for h in res.hits][0] == "aITKXFeivk"
     assert res.hits[0].score >= res.hits[1].score >= res.hits[2].score
     assert res.hits[0].evidence and all(isinstance(s, str) for s in res.hits[0].evidence)
-    assert res.hits[0].evidence[0] in res.hits[0].paper.abstract.replace("\n", " ") or True
+    from index.text import normalise, split_sentences
+
+    assert res.hits[0].evidence[0] in split_sentences(normalise(res.hits[0].paper.abstract))
 
 
 @pytest.mark.parametrize("items,paper,expected", [
@@ -197,3 +199,119 @@ def test_compare_these_papers_answers_with_a_table(fake_index, scripted):
                  settings=settings, history=[Turn("q", papers=prev)])
     assert [h.id for h in ans.hits] == [p.id for p in prev]
     assert ans.comparison is not None and len(ans.comparison[0]) == 4  # aspect + 3 papers
+
+
+# --- pseudo-relevance feedback (Rocchio on the dense side) --------------------------------------
+QUESTION = "hybrid genetic search for CVRP with a reinforcement-finetuned LLM"
+
+
+def test_feedback_query_is_the_rocchio_formula(fake_index):
+    import numpy as np
+
+    settings, retriever = fake_index
+    q = retriever.embedder.embed([QUESTION])[0]
+    ids = ["aITKXFeivk", "ZLJsJ8IWUz"]
+    got = retriever.store._col.get(where={"paper_id": {"$in": ids}},
+                                   include=["embeddings", "metadatas"])
+    centroids = []
+    for pid in ids:
+        vecs = np.array([e for e, m in zip(got["embeddings"], got["metadatas"])
+                         if m["paper_id"] == pid])
+        assert len(vecs) >= 1
+        centroids.append(vecs.mean(0) / np.linalg.norm(vecs.mean(0)))
+    expected = q + settings.feedback_weight * np.mean(centroids, axis=0)
+    expected /= np.linalg.norm(expected)
+    assert np.allclose(retriever.feedback_query(q, ids), expected, atol=1e-6)
+    assert retriever.feedback_query(q, ["no-such-paper"]) is None
+
+
+def test_feedback_moves_the_fused_scores_but_not_the_questions_own_dense_ranking(fake_index):
+    settings, retriever = fake_index
+    plain = retriever.search(QUESTION, k=10, evidence=False, feedback=False)
+    fb = retriever.search(QUESTION, k=10, evidence=False, feedback=True)
+    assert fb.meta["feedback_papers"] == [h.id for h in plain.hits[:settings.feedback_papers]]
+    assert "feedback_papers" not in plain.meta
+    # refusal is calibrated on the question's own cosine: that ranking is the same either way
+    assert fb.dense.ids == plain.dense.ids and fb.dense.scores == plain.dense.scores
+    plain_dense = {h.id: h.dense for h in plain.hits}
+    for h in fb.hits:
+        if h.id in plain_dense:
+            assert h.dense == pytest.approx(plain_dense[h.id], abs=1e-6)
+    assert {h.id: h.score for h in fb.hits} != {h.id: h.score for h in plain.hits}
+
+
+def test_feedback_papers_zero_turns_feedback_off(fake_index):
+    settings, retriever = fake_index
+    plain = retriever.search(QUESTION, k=10, evidence=False, feedback=False)
+    retriever.settings = settings.model_copy(update={"feedback_papers": 0})
+    off = retriever.search(QUESTION, k=10, evidence=False)
+    assert [(h.id, h.score) for h in off.hits] == [(h.id, h.score) for h in plain.hits]
+
+
+@pytest.mark.parametrize("with_history,expected", [(False, True), (True, False)])
+def test_followups_are_searched_without_feedback(fake_index, monkeypatch, with_history, expected):
+    from rag.answer import retrieve_for
+
+    settings, retriever = fake_index
+    seen = []
+    search = retriever.search
+    monkeypatch.setattr(retriever, "search",
+                        lambda *a, **kw: seen.append(kw.get("feedback", True)) or search(*a, **kw))
+    history = [Turn("Which paper keeps a sparsifier of a kernel graph under point updates?",
+                    papers=[retriever.papers["ZLJsJ8IWUz"]])] if with_history else []
+    retrieve_for("What did they prove about it?" if with_history else QUESTION, retriever,
+                 settings, k=5, filters=None, history=history, evidence=False)
+    assert seen == [expected]
+
+
+# --- BM25 --------------------------------------------------------------------------------------
+def test_bm25_scores_follow_the_lucene_formula_with_k1_1_2_and_b_0_75():
+    import math
+
+    from rag.lexical import LexicalIndex
+
+    docs = ["graph sparsifier kernel graph", "kernel regression", "protein folding model design"]
+    idx = LexicalIndex.build(["a", "b", "c"], docs)
+    # stemmed, stop-word-free lengths: 4, 2, 4; avgdl 10/3; "kernel" is in 2 of 3 docs
+    k1, b, n, df, avgdl = 1.2, 0.75, 3, 2, 10 / 3
+    idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
+    expected = [idf * 1 / (1 + k1 * (1 - b + b * dl / avgdl)) for dl in (4, 2)]
+    got = idx.scores("kernel")
+    assert got[0] == pytest.approx(expected[0], rel=1e-5)
+    assert got[1] == pytest.approx(expected[1], rel=1e-5)
+    assert got[2] == 0.0
+
+
+def test_a_bm25_index_built_with_other_parameters_is_rebuilt(fake_index, fake_embedder):
+    import json
+
+    import bm25s
+
+    from index.build import build_index
+    from index.catalog import Catalog
+    from rag.lexical import LexicalIndex, _tokenize
+    from rag.retrieve import Retriever
+    from tests.conftest import SEED
+
+    settings, retriever = fake_index
+    index_dir = settings.index_dir(settings.index)
+    bm25_dir = index_dir / "bm25"
+    fresh = retriever.bm25_scores(QUESTION)
+
+    def write_old_index():  # what an older paperchat (bm25s' default k1=1.5) left on disk
+        rows = list(Catalog(index_dir / "papers.sqlite").papers())
+        old = bm25s.BM25(k1=1.5, b=0.75)
+        old.index(_tokenize([t for _, t in rows], return_ids=True), show_progress=False)
+        LexicalIndex(old, [p.id for p, _ in rows]).save(bm25_dir)
+        assert json.loads((bm25_dir / "params.index.json").read_text())["k1"] == 1.5
+        assert not LexicalIndex.is_current(bm25_dir)
+
+    write_old_index()
+    reopened = Retriever.open(settings, fake_embedder)
+    assert LexicalIndex.is_current(bm25_dir)
+    assert list(reopened.bm25_scores(QUESTION)) == pytest.approx(list(fresh))
+
+    write_old_index()
+    summary = build_index(SEED, settings=settings, embedder=fake_embedder, progress=False,
+                          log=lambda m: None)
+    assert summary.embedded == 0 and LexicalIndex.is_current(bm25_dir)
