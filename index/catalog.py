@@ -69,6 +69,11 @@ class Catalog:
         with self._conn() as con:
             return int(con.execute("SELECT COALESCE(SUM(n_chunks), 0) FROM papers").fetchone()[0])
 
+    def chunk_counts(self) -> dict[str, int]:
+        """Number of chunks per indexed paper id."""
+        with self._conn() as con:
+            return dict(con.execute("SELECT id, n_chunks FROM papers"))
+
     def papers(self) -> Iterator[tuple[Paper, str]]:
         """Every ``(paper, search_text)`` in id order."""
         with self._conn() as con:

@@ -120,11 +120,14 @@ class Retriever:
         lexical: its :class:`rag.lexical.LexicalIndex`.
         papers: every indexed paper by id.
         embedder: the same embedder the index was built with (checked by :meth:`open`).
+        n_chunks: chunks per paper id (from the catalog), to fetch a paper's vectors by chunk id;
+            None fetches them with a metadata filter.
     """
 
     def __init__(self, store, lexical: LexicalIndex, papers: dict[str, Paper], embedder, settings,
-                 name: str = "default"):
+                 name: str = "default", n_chunks: dict[str, int] | None = None):
         self.store = store
+        self.n_chunks = n_chunks
         self.lexical = lexical
         self.papers = papers
         self.embedder = embedder
@@ -151,7 +154,7 @@ class Retriever:
         catalog = Catalog(index_dir / "papers.sqlite")
         lexical = _open_lexical(index_dir / "bm25", catalog)
         papers = {p.id: p for p, _ in catalog.papers()}
-        return cls(store, lexical, papers, embedder, settings, name)
+        return cls(store, lexical, papers, embedder, settings, name, catalog.chunk_counts())
 
     def __len__(self) -> int:
         return len(self.papers)
@@ -241,7 +244,7 @@ class Retriever:
         d = dict(zip(dense.ids, dense.scores))
         missing = [pid for pid in order if pid not in d]
         if missing:  # not among the question's own dense candidates: cosine from stored vectors
-            d.update(self.store.best_similarity(qvec, missing))
+            d.update(self.store.best_similarity(qvec, missing, self.n_chunks))
         row = self.lexical.row
         hits = [Hit(self.papers[pid], fused[pid], d.get(pid, 0.0),
                     float(full[row[pid]]) if pid in row else 0.0) for pid in order]
@@ -259,7 +262,7 @@ class Retriever:
     def feedback_query(self, qvec: np.ndarray, paper_ids: list[str]) -> np.ndarray | None:
         """Rocchio query ``normalise(q + feedback_weight * mean_p normalise(mean of p's chunk
         vectors))``, shape (dim,) float32; None when no paper has stored vectors."""
-        vecs = self.store.paper_vectors(paper_ids)
+        vecs = self.store.paper_vectors(paper_ids, self.n_chunks)
         if not vecs:
             return None
         centroids = []

@@ -25,7 +25,7 @@ import contextlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -44,6 +44,16 @@ class CollectionMissingError(IndexNotFoundError, KeyError):
 
     def __str__(self) -> str:  # KeyError would repr() the message
         return str(self.args[0]) if self.args else ""
+
+
+def chunk_id(paper_id: str, n: int) -> str:
+    """Id of chunk ``n`` (from 0) of a paper: ``<paper id>#<n>`` (index.chunking writes them)."""
+    return f"{paper_id}#{n}"
+
+
+def paper_of(chunk: str) -> str:
+    """Paper id of a chunk id (the part before the last ``#``)."""
+    return chunk.rsplit("#", 1)[0]
 
 
 @dataclass
@@ -245,14 +255,12 @@ class ChromaStore:
         n = min(n, self.count())
         if n <= 0:
             return []
-        with self._guarded():
+        with self._guarded():  # no metadata: the paper id is in the chunk id, and fetching
+            # 200 chunks' metadata tripled the query's time (17 vs 6 ms at 33k chunks)
             res = self._col.query(query_embeddings=[np.asarray(embedding, dtype=np.float32)],
-                                  n_results=n, where=where or None,
-                                  include=["metadatas", "distances"])
-        out = []
-        for cid, meta, dist in zip(res["ids"][0], res["metadatas"][0], res["distances"][0]):
-            out.append(ChunkMatch(cid, meta["paper_id"], 1.0 - float(dist)))
-        return out
+                                  n_results=n, where=where or None, include=["distances"])
+        return [ChunkMatch(cid, paper_of(cid), 1.0 - float(dist))
+                for cid, dist in zip(res["ids"][0], res["distances"][0])]
 
     def get_embeddings(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
         """Stored vectors by chunk id (missing ids are absent from the result)."""
@@ -262,21 +270,28 @@ class ChromaStore:
             got = self._col.get(ids=list(ids), include=["embeddings"])
         return {i: np.asarray(e, dtype=np.float32) for i, e in zip(got["ids"], got["embeddings"])}
 
-    def paper_vectors(self, paper_ids: Sequence[str]) -> dict[str, np.ndarray]:
+    def paper_vectors(self, paper_ids: Sequence[str], n_chunks: Mapping[str, int] | None = None
+                      ) -> dict[str, np.ndarray]:
         """Stored chunk vectors of each given paper: shape (n_chunks, dim) float32 (papers without
-        chunks are absent)."""
+        chunks are absent). With ``n_chunks`` (paper id -> chunk count, from the catalog) the
+        chunks are fetched by id, about 2x faster than the metadata filter used otherwise."""
         if not paper_ids:
             return {}
         with self._guarded():
-            got = self._col.get(where={"paper_id": {"$in": list(paper_ids)}},
-                                include=["embeddings", "metadatas"])
+            if n_chunks is not None:
+                ids = [chunk_id(pid, i) for pid in paper_ids for i in range(n_chunks.get(pid, 0))]
+                got = self._col.get(ids=ids, include=["embeddings"]) if ids else {"ids": [], "embeddings": []}
+            else:
+                got = self._col.get(where={"paper_id": {"$in": list(paper_ids)}}, include=["embeddings"])
         rows: dict[str, list[np.ndarray]] = {}
-        for meta, emb in zip(got["metadatas"], got["embeddings"]):
-            rows.setdefault(meta["paper_id"], []).append(np.asarray(emb, dtype=np.float32))
+        for cid, emb in zip(got["ids"], got["embeddings"]):
+            rows.setdefault(paper_of(cid), []).append(np.asarray(emb, dtype=np.float32))
         return {pid: np.stack(v) for pid, v in rows.items()}
 
-    def best_similarity(self, embedding: np.ndarray, paper_ids: Sequence[str]) -> dict[str, float]:
+    def best_similarity(self, embedding: np.ndarray, paper_ids: Sequence[str],
+                        n_chunks: Mapping[str, int] | None = None) -> dict[str, float]:
         """Best chunk cosine similarity of each given paper to ``embedding`` (shape (dim,)),
         computed from the stored vectors (for papers a dense query did not return)."""
         q = np.asarray(embedding, dtype=np.float32)
-        return {pid: float((vecs @ q).max()) for pid, vecs in self.paper_vectors(paper_ids).items()}
+        return {pid: float((vecs @ q).max())
+                for pid, vecs in self.paper_vectors(paper_ids, n_chunks).items()}

@@ -315,3 +315,31 @@ def test_a_bm25_index_built_with_other_parameters_is_rebuilt(fake_index, fake_em
     summary = build_index(SEED, settings=settings, embedder=fake_embedder, progress=False,
                           log=lambda m: None)
     assert summary.embedded == 0 and LexicalIndex.is_current(bm25_dir)
+
+
+def test_paper_vectors_by_chunk_id_equal_those_found_by_metadata(fake_index):
+    import numpy as np
+
+    from rag.store import chunk_id, paper_of
+
+    _, retriever = fake_index
+    ids = list(retriever.papers)[:6] + ["no-such-paper"]
+    assert retriever.n_chunks and all(retriever.n_chunks[p] >= 1 for p in ids[:6])
+    by_id = retriever.store.paper_vectors(ids, retriever.n_chunks)
+    by_meta = retriever.store.paper_vectors(ids)
+    assert set(by_id) == set(by_meta) == set(ids[:6])
+    for pid in by_id:
+        assert by_id[pid].shape == (retriever.n_chunks[pid], by_id[pid].shape[1])
+        # same rows, whatever order each path returns them in
+        assert np.allclose(np.sort(by_id[pid], axis=0), np.sort(by_meta[pid], axis=0))
+    assert paper_of(chunk_id("a#b", 3)) == "a#b"
+
+
+def test_dense_matches_name_their_paper_without_metadata(fake_index):
+    _, retriever = fake_index
+    q = retriever.embedder.embed([QUESTION])[0]
+    matches = retriever.store.query(q, 10)
+    got = retriever.store._col.get(ids=[m.chunk_id for m in matches], include=["metadatas"])
+    meta = dict(zip(got["ids"], got["metadatas"]))
+    assert [m.paper_id for m in matches] == [meta[m.chunk_id]["paper_id"] for m in matches]
+    assert all(-1.0 <= m.similarity <= 1.0 for m in matches)
