@@ -274,18 +274,32 @@ def _embed_papers(store, catalog, papers: list[Paper], existing: dict[str, str],
         bar.close()
 
 
+#: Papers per request when only metadata changes (one Chroma get and one update per batch).
+METADATA_BATCH = 256
+
+
 def _update_metadata(store, catalog, papers: list[Paper], embedder) -> None:
-    """Rewrite chunk metadata and catalog rows of papers whose text is unchanged."""
-    rows = []
-    for paper in papers:
-        n_chunks = store._col.get(where={"paper_id": paper.id}, include=[])["ids"]
-        ids = sorted(n_chunks, key=lambda cid: int(cid.rsplit("#", 1)[1]))
-        metas = [chunk_metadata(paper, Chunk(cid, paper.id, int(cid.rsplit("#", 1)[1]), "", 0),
-                                len(ids)) for cid in ids]
+    """Rewrite chunk metadata and catalog rows of papers whose text is unchanged, in batches of
+    :data:`METADATA_BATCH` papers: the chunk ids come from Chroma itself (authoritative after a
+    repaired kill), and a batch's catalog rows are written after its chunks (see index.catalog).
+    One request per paper took 108 s for 5,358 papers (a decision-day status change); batched,
+    a few seconds."""
+    for start in range(0, len(papers), METADATA_BATCH):
+        batch = papers[start:start + METADATA_BATCH]
+        found = store._col.get(where={"paper_id": {"$in": [p.id for p in batch]}}, include=[])["ids"]
+        by_paper: dict[str, list[str]] = {}
+        for cid in found:
+            by_paper.setdefault(cid.rsplit("#", 1)[0], []).append(cid)
+        ids, metas, rows = [], [], []
+        for paper in batch:
+            mine = sorted(by_paper.get(paper.id, []), key=lambda cid: int(cid.rsplit("#", 1)[1]))
+            ids += mine
+            metas += [chunk_metadata(paper, Chunk(cid, paper.id, int(cid.rsplit("#", 1)[1]), "", 0),
+                                     len(mine)) for cid in mine]
+            rows.append((paper, content_hash(paper), len(mine), search_text(paper)[2]))
         if ids:
             store._col.update(ids=ids, metadatas=metas)
-        rows.append((paper, content_hash(paper), len(ids), search_text(paper)[2]))
-    catalog.put(rows)
+        catalog.put(rows)
 
 
 def delete_index(settings, name: str) -> None:

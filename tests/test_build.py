@@ -164,6 +164,40 @@ def test_status_only_change_updates_metadata_without_embedding(settings, fake_em
     assert build(changed, settings, fake_embedder).updated_metadata == 0  # now recorded
 
 
+def test_decision_day_status_change_of_every_paper_is_batched_and_exact(settings, fake_embedder,
+                                                                       seed, monkeypatch):
+    import index.build as build_module
+
+    monkeypatch.setattr(build_module, "METADATA_BATCH", 4)  # 19 papers: 5 batches, the last short
+    build(seed, settings, fake_embedder)
+    before_ids = sorted(chunk_ids(settings))
+    vectors = store_of(settings).get_embeddings(before_ids)
+    changed = [replace(p, status="Reject", primary_area=f"area {i % 3}") for i, p in enumerate(seed)]
+    requests = []
+    collection_class = type(store_of(settings)._col)
+    real_update = collection_class.update
+
+    def counting_update(self, *args, **kwargs):
+        requests.append(len(kwargs["ids"]))
+        return real_update(self, *args, **kwargs)
+
+    monkeypatch.setattr(collection_class, "update", counting_update)
+    summary = build(changed, settings, fake_embedder)
+    assert (summary.embedded, summary.updated_metadata) == (0, 19)
+    assert len(requests) == 5 and sum(requests) == len(before_ids)
+    assert sorted(chunk_ids(settings)) == before_ids
+    after = store_of(settings).get_embeddings(before_ids)
+    assert all((after[i] == vectors[i]).all() for i in before_ids)
+    for i, p in enumerate(changed):
+        chunks = paper_chunks(settings, p.id)
+        assert chunks, p.id
+        for cid, (_, meta) in chunks.items():
+            assert (meta["status"], meta["tier"], meta["accepted"]) == ("Reject", "reject", False)
+            assert meta["primary_area"] == f"area {i % 3}" and meta["n_chunks"] == len(chunks)
+    assert {p.status for p in catalog_of(settings).get([p.id for p in seed]).values()} == {"Reject"}
+    assert build(changed, settings, fake_embedder).updated_metadata == 0
+
+
 def test_prune_removes_papers_missing_from_the_list(settings, fake_embedder, seed):
     build(seed, settings, fake_embedder)
     kept, dropped = seed[3:], seed[:3]
