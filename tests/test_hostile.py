@@ -280,6 +280,40 @@ def test_gguf_header_with_garbage_body_fails_at_load_not_crash(tmp_path):
         g.count_tokens("hello")
 
 
+def test_serve_with_an_unloadable_model_says_so_before_listening(tmp_path, monkeypatch, capsys):
+    import ui.app as ui_app
+    from rag.cli import main
+
+    monkeypatch.setattr("rag.embedder.make_embedder", lambda s: FakeEmbedder())
+    monkeypatch.setenv("PAPERCHAT_HOME", str(tmp_path / "home"))
+    launched = []
+    monkeypatch.setattr(ui_app, "launch", lambda *a, **kw: launched.append(kw))
+    p = tmp_path / "garbage.gguf"
+    p.write_bytes(b"GGUF" + bytes(range(256)) * 8)
+    assert main(["serve", "--model", str(p), "--port", "7999"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("paperchat: error:") and "llama.cpp could not load" in err[-1]
+    assert launched == []  # nothing listened
+
+
+def test_warm_up_runs_the_embedder_and_loads_a_local_model(settings, fake_embedder):
+    from rag.pipeline import Pipeline
+
+    class LoadableGenerator:
+        name = "fake.gguf"
+        loads = 0
+
+        def load(self):
+            self.loads += 1
+
+    gen = LoadableGenerator()
+    pipe = Pipeline(settings, embedder=fake_embedder, generator=gen)
+    ms = pipe.warm_up()
+    assert set(ms) == {"index", "embedder", "model"} and all(v >= 0 for v in ms.values())
+    assert gen.loads == 1 and ["warm-up"] in fake_embedder.calls
+    assert len(pipe.retriever) == 19  # the default index was built from the seed corpus
+
+
 @pytest.mark.parametrize("kind", ["directory", "empty", "text"])
 def test_cli_bad_model_is_one_line_before_retrieval(tmp_path, monkeypatch, capsys, kind):
     from rag.cli import main

@@ -438,7 +438,9 @@ def serve(settings, host: str = "127.0.0.1", port: int = 7860, auth: str | None 
               "127.0.0.1", file=sys.stderr)
     pipeline = Pipeline(settings)
     demo = build_app(pipeline)
+    ready = pipeline.warm_up()  # before listening: a broken index or model is reported here
     print(f"paperchat: index {pipeline.retriever.name!r} ({len(pipeline.retriever)} papers), "
-          f"model {pipeline.generator.name}", file=sys.stderr)
+          f"model {pipeline.generator.name}; ready in {sum(ready.values()) / 1000:.1f} s",
+          file=sys.stderr)
     launch(demo, host=host, port=port, auth=credentials, block=True)
     return 0
