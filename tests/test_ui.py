@@ -42,6 +42,17 @@ def test_card_escapes_html_and_unsafe_urls():
     assert 'id="card-1"' in out and 'target="_blank"' in out and 'rel="noopener noreferrer"' in out
 
 
+def test_card_highlights_an_abstract_sentence_not_the_title_grounding_matched():
+    from rag.types import Citation
+
+    p = paper("p1", "Sparsifiers of $\\textit{Kernel}$ Graphs")
+    hit = Hit(p, 0.5, evidence=["An abstract.", "It has two sentences."])
+    by_title = render.card_html(1, hit, Citation(1, p, evidence="Sparsifiers of Kernel Graphs"))
+    assert '<mark class="pc-support">An abstract.</mark>' in by_title
+    by_sentence = render.card_html(1, hit, Citation(1, p, evidence="It has two sentences."))
+    assert '<mark class="pc-support">It has two sentences.</mark>' in by_sentence
+
+
 def test_card_url_cannot_break_out_of_its_attribute():
     hit = Hit(paper("p2", url='https://openreview.net/forum?id=p2" onmouseover="alert(1)'), 0.1)
     out = render.card_html(2, hit)

@@ -58,12 +58,16 @@ def status_class(status: str) -> str:
 def card_html(n: int, hit: Hit, citation: Citation | None = None) -> str:
     """One paper card: ``[n]`` title (link, new tab), status, primary area, score, evidence.
 
-    The supporting sentence (the citation's evidence, else the best evidence sentence) carries
-    class ``pc-support``, highlighted when the card is the URL's ``:target``.
+    The supporting sentence (the citation's evidence unless that is the paper's title, else the
+    best evidence sentence) carries class ``pc-support``, highlighted when the card is the URL's ``:target``.
     """
+    from index.text import normalise
+
     paper = hit.paper
-    support = (citation.evidence if citation and citation.evidence else "") or \
-        (hit.evidence[0] if hit.evidence else "")
+    cited = citation.evidence if citation and citation.evidence else ""
+    if cited and cited.strip() == normalise(paper.title).strip():
+        cited = ""  # grounding may match the title itself: the card shows that already
+    support = cited or (hit.evidence[0] if hit.evidence else "")
     others = [e for e in hit.evidence[:2] if e and e != support][:1]
     evidence = ""
     if support:
