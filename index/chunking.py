@@ -47,8 +47,11 @@ def chunk_paper(paper_id: str, title: str, abstract: str, tokenizer, *, max_toke
         special_tokens: tokens the embedder adds around a text ([CLS], [SEP] = 2).
 
     Returns:
-        Chunks ``<paper_id>#0``, ``#1`` ...; at least one, even for an empty abstract. Each
-        chunk's ``n_tokens`` (special tokens included) is at most ``max_tokens``.
+        Chunks ``<paper_id>#0``, ``#1`` ... (numbered without gaps); at least one, even for an
+        empty abstract. Each chunk's ``n_tokens`` (special tokens included) is at most
+        ``max_tokens``. A window whose text repeats an earlier window of the paper is left out:
+        it adds nothing to retrieval, and thousands of identical vectors (a 1 MB abstract of one
+        repeated phrase) broke Chroma's HNSW graph so that queries missed other papers.
     Raises:
         ValueError: when the window leaves no room for the abstract (max_tokens too small).
     """
@@ -72,6 +75,7 @@ def chunk_paper(paper_id: str, title: str, abstract: str, tokenizer, *, max_toke
         return [Chunk(f"{paper_id}#0", paper_id, 0, text, len(title_ids) + special_tokens)]
     starts = _word_starts(offsets, abstract)
     chunks: list[Chunk] = []
+    seen: set[str] = set()
     begin = 0
     while True:
         end = min(begin + budget, n)
@@ -81,8 +85,10 @@ def chunk_paper(paper_id: str, title: str, abstract: str, tokenizer, *, max_toke
                 cut -= 1
             end = cut
         body = abstract[offsets[begin][0]: offsets[end - 1][1]]
-        chunks.append(Chunk(f"{paper_id}#{len(chunks)}", paper_id, len(chunks), prefix + body,
-                            len(title_ids) + sep + (end - begin) + special_tokens))
+        if body not in seen:  # a repeated window adds nothing, and identical vectors degrade HNSW
+            seen.add(body)
+            chunks.append(Chunk(f"{paper_id}#{len(chunks)}", paper_id, len(chunks), prefix + body,
+                                len(title_ids) + sep + (end - begin) + special_tokens))
         if end >= n:
             return chunks
         nxt = max(end - overlap, begin + 1)

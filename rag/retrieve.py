@@ -32,6 +32,11 @@ log = logging.getLogger(__name__)
 #: Evidence is looked for in the first this many chars / sentences of an abstract (a real
 #: abstract has at most ~4,300 chars and ~30 sentences; this bounds the cost of a pathological one).
 MAX_EVIDENCE_CHARS = 8000
+#: The dense side fetches more chunks until its candidates hold this many papers (the z-scores of
+#: fusion need a population, and ``k`` is at most 50) ...
+MIN_DENSE_PAPERS = 50
+#: ... or it has fetched this many chunks (bounds the cost of a pathological corpus).
+MAX_DENSE_CHUNKS = 12800
 MAX_EVIDENCE_SENTENCES = 40
 
 
@@ -167,13 +172,25 @@ class Retriever:
 
     def dense(self, query_vec: np.ndarray, filters: Filters | None = None,
               allowed: set[str] | None = None, n_chunks: int | None = None) -> Ranking:
-        """Papers ranked by their best chunk's cosine similarity to ``query_vec`` (shape (dim,))."""
+        """Papers ranked by their best chunk's cosine similarity to ``query_vec`` (shape (dim,)).
+
+        The ``n_chunks`` nearest chunks (default ``settings.dense_candidates``) are fetched; when
+        they hold fewer than :data:`MIN_DENSE_PAPERS` papers (one paper with thousands of chunks,
+        such as a 1 MB abstract, crowding out the rest) and more chunks match, 4x as many are
+        fetched, up to :data:`MAX_DENSE_CHUNKS`. Real abstracts never trigger it: 200 chunks of
+        the ICLR 2026 index hold about 150 papers.
+        """
         where = filters.where(allowed) if filters else None
-        matches = self.store.query(query_vec, n_chunks or self.settings.dense_candidates, where)
-        best: dict[str, float] = {}
-        for m in matches:
-            if m.paper_id in self.papers and m.similarity > best.get(m.paper_id, -2.0):
-                best[m.paper_id] = m.similarity
+        n = n_chunks or self.settings.dense_candidates
+        while True:
+            matches = self.store.query(query_vec, n, where)
+            best: dict[str, float] = {}
+            for m in matches:
+                if m.paper_id in self.papers and m.similarity > best.get(m.paper_id, -2.0):
+                    best[m.paper_id] = m.similarity
+            if len(best) >= MIN_DENSE_PAPERS or len(matches) < n or n >= MAX_DENSE_CHUNKS:
+                break
+            n = min(4 * n, MAX_DENSE_CHUNKS)
         ids = sorted(best, key=best.get, reverse=True)
         return Ranking(ids, [best[i] for i in ids])
 

@@ -463,7 +463,14 @@ def test_nfc_and_nfd_spellings_of_one_id_are_one_paper(tmp_path):
 
 def test_one_megabyte_abstract_is_chunked_not_truncated(corpus_index):
     _, retriever, _, _, _ = corpus_index
-    assert retriever.store.chunk_counts()["big1"] > 100  # many windows, not one cut-off chunk
+    counts = retriever.store.chunk_counts()
+    assert counts["big2"] > 100  # a megabyte of distinct sentences: many windows, not one cut
+    got = retriever.store._col.get(where={"paper_id": "big2"}, include=["documents"])
+    assert any("tensor number 23000 " in d for d in got["documents"])  # the end is indexed too
+    # a megabyte of one repeated phrase: its windows are the same few texts, each stored once
+    assert 1 <= counts["big1"] <= 3
+    docs = retriever.store._col.get(where={"paper_id": "big1"}, include=["documents"])["documents"]
+    assert len(set(docs)) == len(docs)
 
 
 def test_query_cost_is_bounded_when_a_huge_abstract_is_retrieved(corpus_index):
@@ -610,3 +617,17 @@ def test_anonymous_uploads_are_refused(served):
     r = httpx.post(url + "/gradio_api/upload", files={"files": ("x.bin", b"A" * 100_000)},
                    timeout=30)
     assert r.status_code in (400, 403, 404, 405, 413), (r.status_code, r.text[:200])
+
+
+def test_a_paper_with_a_thousand_chunks_does_not_crowd_out_the_dense_side(corpus_index):
+    from index.text import normalise
+    from rag.retrieve import MIN_DENSE_PAPERS
+
+    _, retriever, _, _, _ = corpus_index
+    qv = retriever.embedder.embed([normalise("We decompose tensor number 7 with a sketch.")])[0]
+    first = {m.paper_id for m in retriever.store.query(qv, retriever.settings.dense_candidates)}
+    assert len(first) < 10  # big2's windows fill the first 200 chunks
+    ranking = retriever.dense(qv)
+    # the corpus has fewer papers than MIN_DENSE_PAPERS: the dense side reaches most of them
+    assert len(retriever.papers) < MIN_DENSE_PAPERS and len(ranking.ids) >= 0.8 * len(retriever.papers)
+    assert ranking.ids[0] == "big2" and len(set(ranking.ids)) == len(ranking.ids)

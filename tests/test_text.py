@@ -65,3 +65,19 @@ def test_window_too_small_is_an_error():
     tok = FakeEmbedder().tokenizer
     with pytest.raises(ValueError, match="chunk_tokens"):
         chunk_paper("p", "word " * 60, "abstract", tok, max_tokens=40, overlap=16)
+
+
+def test_repeated_windows_are_stored_once_and_numbered_without_gaps():
+    tok = FakeEmbedder().tokenizer
+    distinct = " ".join(f"w{i}" for i in range(300))
+    repeated = "tensor sketching " * 2000
+    chunks = chunk_paper("p", "T", distinct + " " + repeated, tok, max_tokens=64, overlap=8)
+    texts = [c.text for c in chunks]
+    assert len(texts) == len(set(texts))
+    assert [c.id for c in chunks] == [f"p#{i}" for i in range(len(chunks))]
+    assert [c.n for c in chunks] == list(range(len(chunks)))
+    # every distinct word is still covered; the 4,000-word repetition adds only a few windows
+    covered = " ".join(texts)
+    assert all(f"w{i}" in covered.split() for i in range(300))
+    plain = chunk_paper("p", "T", distinct, tok, max_tokens=64, overlap=8)
+    assert len(plain) < len(chunks) <= len(plain) + 4
