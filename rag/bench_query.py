@@ -73,7 +73,35 @@ def bench_query(settings) -> dict:
         "baseline_chroma_query_ms": {"median": round(statistics.median(bare), 2),
                                      "p95": round(_pct(bare, 95), 2)},
         "ratio_median_ours_over_baseline": round(statistics.median(ours) / statistics.median(bare), 2),
+        "ann_recall": ann_recall(retriever, questions),
     }
+
+
+def ann_recall(retriever, questions: list[str], n: int = 200, papers: int = 20) -> dict:
+    """How much of the exact nearest-neighbour answer Chroma's HNSW returns: mean (and worst)
+    share of the exact ``n`` nearest chunks among the ``n`` returned, and of the exact nearest
+    ``papers`` papers (by best chunk) among the returned chunks' first ``papers`` papers. Exact
+    search is a matrix product over every stored vector (cosine similarity)."""
+    import numpy as np
+
+    from index.text import normalise
+    from rag.store import paper_of
+
+    ids, vectors = retriever.store.all_embeddings()
+    if not ids:
+        return {}
+    ids = np.asarray(ids)
+    chunk_r, paper_r = [], []
+    for q in questions:
+        vec = retriever.embedder.embed([normalise(q)])[0]
+        exact = ids[np.argsort(-(vectors @ vec))[:n]]
+        got = [m.chunk_id for m in retriever.store.query(vec, n)]
+        chunk_r.append(len(set(exact) & set(got)) / len(exact))
+        want = list(dict.fromkeys(paper_of(c) for c in exact))[:papers]
+        have = list(dict.fromkeys(paper_of(c) for c in got))[:papers]
+        paper_r.append(len(set(want) & set(have)) / len(want))
+    return {f"chunks@{n}": {"mean": round(statistics.mean(chunk_r), 4), "min": round(min(chunk_r), 3)},
+            f"papers@{papers}": {"mean": round(statistics.mean(paper_r), 4), "min": round(min(paper_r), 3)}}
 
 
 def bench_answer(settings, question: str | None = None, runs: int = 5) -> dict:

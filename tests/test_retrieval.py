@@ -343,3 +343,24 @@ def test_dense_matches_name_their_paper_without_metadata(fake_index):
     meta = dict(zip(got["ids"], got["metadatas"]))
     assert [m.paper_id for m in matches] == [meta[m.chunk_id]["paper_id"] for m in matches]
     assert all(-1.0 <= m.similarity <= 1.0 for m in matches)
+
+
+def test_collections_search_with_a_wide_hnsw_candidate_list_old_ones_too(fake_index):
+    from index.build import open_store
+    from rag.store import EF_SEARCH
+
+    settings, retriever = fake_index
+    col = retriever.store._col
+    assert col.configuration_json["hnsw"]["ef_search"] == EF_SEARCH > 100
+    col.modify(configuration={"hnsw": {"ef_search": 100}})  # what an older paperchat created
+    reopened = open_store(settings.index_dir(settings.index), settings, settings.index, create=False)
+    assert reopened._col.configuration_json["hnsw"]["ef_search"] == EF_SEARCH
+
+
+def test_ann_recall_is_complete_on_a_corpus_smaller_than_the_candidate_list(fake_index):
+    from rag.bench_query import ann_recall
+
+    _, retriever = fake_index
+    got = ann_recall(retriever, ["kernel graph sparsifier", QUESTION])
+    assert got["chunks@200"] == {"mean": 1.0, "min": 1.0}
+    assert got["papers@20"] == {"mean": 1.0, "min": 1.0}
