@@ -179,7 +179,8 @@ def answer_stream(question: str, *, retriever, generator, settings, k: int | Non
     yield HitsEvent(standalone, hits, refused)
     if refused or not hits:
         timings["first_token"] = timings["total"] = ms()
-        yield DoneEvent(Answer(question, standalone, cit.REFUSAL, [], hits, refused=True,
+        text = cit.no_match(filters.as_strings()) if filters and not hits else cit.REFUSAL
+        yield DoneEvent(Answer(question, standalone, text, [], hits, refused=True,
                                timings_ms=timings))
         return
     sides = split_comparison(standalone)

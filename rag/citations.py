@@ -17,6 +17,17 @@ import re
 REFUSAL = ("I could not find papers in this index that answer this question. "
            "The nearest papers are listed, but none of them appears to be about it.")
 
+
+
+def no_match(filters: list[str]) -> str:
+    """Answer text when the filters (``field=value`` strings) leave no paper to search."""
+    which = ", ".join(filters)
+    return (f"No paper in this index matches the filter{'s' if len(filters) > 1 else ''} {which}, "
+            "so there is nothing to answer from. Check the value (statuses: oral, spotlight, "
+            "poster, accepted, rejected, withdrawn; areas and keywords as the papers spell "
+            "them) or remove the filter.")
+
+
 _GROUP = re.compile(r"\[(?:papers?\s*|#)?(\d+(?:\s*(?:[,;–-]|and)\s*(?:papers?\s*|#)?\d+)*)\]", re.I)
 MARKER = re.compile(r"\[(\d+)\]")
 

@@ -121,6 +121,8 @@ def format_answer(ans) -> str:
         lines.append("Checked answer (sentences marked (?) are not supported by a cited abstract):")
         lines.append(" ".join(s.text if s.supported else f"(?) {s.text}" for s in ans.sentences))
     lines.append("")
+    if ans.refused and not ans.hits:
+        return "\n".join(lines).rstrip()
     if ans.refused:
         lines.append("Nearest papers (none answers the question):")
         refs = [(n, h.paper) for n, h in enumerate(ans.hits, 1)]

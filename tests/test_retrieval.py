@@ -364,3 +364,24 @@ def test_ann_recall_is_complete_on_a_corpus_smaller_than_the_candidate_list(fake
     got = ann_recall(retriever, ["kernel graph sparsifier", QUESTION])
     assert got["chunks@200"] == {"mean": 1.0, "min": 1.0}
     assert got["papers@20"] == {"mean": 1.0, "min": 1.0}
+
+
+def test_a_filter_that_matches_no_paper_is_named_in_the_answer(fake_index, scripted, capsys):
+    from rag.answer import answer_stream
+    from rag.cli import format_answer
+    from ui.render import answer_markdown
+
+    settings, retriever = fake_index
+    filters = Filters.parse(["primary_area=no such area"])
+    events = list(answer_stream(QUESTION, retriever=retriever, generator=scripted,
+                                settings=settings, filters=filters))
+    ans = events[-1].answer
+    assert ans.refused and ans.hits == []
+    assert "primary_area=no such area" in ans.text and "No paper in this index matches" in ans.text
+    assert "Nearest papers" not in format_answer(ans)
+    assert "primary_area=no such area" in answer_markdown(ans)
+    # a filter that matches papers is searched as usual
+    events = list(answer_stream(QUESTION, retriever=retriever, generator=scripted,
+                                settings=settings, filters=Filters.parse(["status=poster"])))
+    assert "No paper in this index matches" not in events[-1].answer.text
+    assert events[-1].answer.hits

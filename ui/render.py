@@ -178,6 +178,8 @@ def answer_markdown(answer: Answer, threshold: float = 0.5) -> str:
     """The checked answer for the chatbot: linked markers, unsupported sentences muted with a
     marker and a tooltip, a refusal stated plainly."""
     prefix = _searching(answer.standalone_question, answer.question)
+    if answer.refused and not answer.hits:  # the filters left nothing: the text says which
+        return prefix + _text(answer.text)
     if answer.refused:
         return prefix + "**No paper in this index answers this.** " + _text(answer.text)
     if not answer.sentences:
