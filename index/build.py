@@ -21,7 +21,7 @@ from typing import Callable, Iterable
 
 from index import manifest
 from index.catalog import Catalog
-from index.chunking import chunk_paper
+from index.chunking import chunk_number, chunk_paper, paper_of
 from index.sources import LoadResult, Problem, load_papers
 from index.text import normalise
 from rag.errors import IndexLockedError, PaperchatError
@@ -289,13 +289,13 @@ def _update_metadata(store, catalog, papers: list[Paper], embedder) -> None:
         found = store._col.get(where={"paper_id": {"$in": [p.id for p in batch]}}, include=[])["ids"]
         by_paper: dict[str, list[str]] = {}
         for cid in found:
-            by_paper.setdefault(cid.rsplit("#", 1)[0], []).append(cid)
+            by_paper.setdefault(paper_of(cid), []).append(cid)
         ids, metas, rows = [], [], []
         for paper in batch:
-            mine = sorted(by_paper.get(paper.id, []), key=lambda cid: int(cid.rsplit("#", 1)[1]))
+            mine = sorted(by_paper.get(paper.id, []), key=chunk_number)
             ids += mine
-            metas += [chunk_metadata(paper, Chunk(cid, paper.id, int(cid.rsplit("#", 1)[1]), "", 0),
-                                     len(mine)) for cid in mine]
+            metas += [chunk_metadata(paper, Chunk(cid, paper.id, chunk_number(cid), "", 0), len(mine))
+                      for cid in mine]
             rows.append((paper, content_hash(paper), len(mine), search_text(paper)[2]))
         if ids:
             store._col.update(ids=ids, metadatas=metas)

@@ -19,6 +19,21 @@ MAX_TITLE_TOKENS = 64
 SEPARATOR = ". "
 
 
+def chunk_id(paper_id: str, n: int) -> str:
+    """Id of chunk ``n`` (from 0) of a paper: ``<paper id>#<n>``."""
+    return f"{paper_id}#{n}"
+
+
+def paper_of(chunk: str) -> str:
+    """Paper id of a chunk id (the part before the last ``#``; paper ids may contain ``#``)."""
+    return chunk.rsplit("#", 1)[0]
+
+
+def chunk_number(chunk: str) -> int:
+    """Number ``n`` of a chunk id (the part after the last ``#``)."""
+    return int(chunk.rsplit("#", 1)[1])
+
+
 class Tokenizer(Protocol):
     """The slice of a Hugging Face fast tokenizer chunking needs."""
 
@@ -72,7 +87,7 @@ def chunk_paper(paper_id: str, title: str, abstract: str, tokenizer, *, max_toke
     n = len(offsets)
     if n == 0:
         text = title or abstract
-        return [Chunk(f"{paper_id}#0", paper_id, 0, text, len(title_ids) + special_tokens)]
+        return [Chunk(chunk_id(paper_id, 0), paper_id, 0, text, len(title_ids) + special_tokens)]
     starts = _word_starts(offsets, abstract)
     chunks: list[Chunk] = []
     seen: set[str] = set()
@@ -87,7 +102,7 @@ def chunk_paper(paper_id: str, title: str, abstract: str, tokenizer, *, max_toke
         body = abstract[offsets[begin][0]: offsets[end - 1][1]]
         if body not in seen:  # a repeated window adds nothing, and identical vectors degrade HNSW
             seen.add(body)
-            chunks.append(Chunk(f"{paper_id}#{len(chunks)}", paper_id, len(chunks), prefix + body,
+            chunks.append(Chunk(chunk_id(paper_id, len(chunks)), paper_id, len(chunks), prefix + body,
                                 len(title_ids) + sep + (end - begin) + special_tokens))
         if end >= n:
             return chunks

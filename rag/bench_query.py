@@ -85,7 +85,7 @@ def ann_recall(retriever, questions: list[str], n: int = 200, papers: int = 20) 
     import numpy as np
 
     from index.text import normalise
-    from rag.store import paper_of
+    from index.chunking import paper_of
 
     ids, vectors = retriever.store.all_embeddings()
     if not ids:

@@ -18,7 +18,6 @@ REFUSAL = ("I could not find papers in this index that answer this question. "
            "The nearest papers are listed, but none of them appears to be about it.")
 
 
-
 def no_match(filters: list[str]) -> str:
     """Answer text when the filters (``field=value`` strings) leave no paper to search."""
     which = ", ".join(filters)

@@ -32,12 +32,12 @@ log = logging.getLogger(__name__)
 #: Evidence is looked for in the first this many chars / sentences of an abstract (a real
 #: abstract has at most ~4,300 chars and ~30 sentences; this bounds the cost of a pathological one).
 MAX_EVIDENCE_CHARS = 8000
+MAX_EVIDENCE_SENTENCES = 40
 #: The dense side fetches more chunks until its candidates hold this many papers (the z-scores of
 #: fusion need a population, and ``k`` is at most 50) ...
 MIN_DENSE_PAPERS = 50
 #: ... or it has fetched this many chunks (bounds the cost of a pathological corpus).
 MAX_DENSE_CHUNKS = 12800
-MAX_EVIDENCE_SENTENCES = 40
 
 
 @dataclass
@@ -125,12 +125,11 @@ class Retriever:
         lexical: its :class:`rag.lexical.LexicalIndex`.
         papers: every indexed paper by id.
         embedder: the same embedder the index was built with (checked by :meth:`open`).
-        n_chunks: chunks per paper id (from the catalog), to fetch a paper's vectors by chunk id;
-            None fetches them with a metadata filter.
+        n_chunks: chunks per paper id (from the catalog), to fetch a paper's vectors by chunk id.
     """
 
     def __init__(self, store, lexical: LexicalIndex, papers: dict[str, Paper], embedder, settings,
-                 name: str = "default", n_chunks: dict[str, int] | None = None):
+                 name: str, n_chunks: dict[str, int]):
         self.store = store
         self.n_chunks = n_chunks
         self.lexical = lexical
@@ -231,10 +230,11 @@ class Retriever:
         ``q' = q + feedback_weight * mean(v_p)`` over the top ``feedback_papers`` fused papers,
         ``v_p`` the L2-normalised mean of paper p's chunk vectors, ``q'`` re-normalised; then
         fused again with the same BM25 scores. It pulls in papers worded unlike the question but
-        like its best matches (dev_hard: specific recall@1 0.822 -> 0.867 and recall@5 0.933 ->
-        0.956 on the int8 index, the same direction with fp32 vectors; m=2 with beta 0.25-0.5
-        is a plateau). Callers turn it off for follow-ups, whose query already carries the
-        previous turn.
+        like its best matches. On dev_hard (``paperchat eval``, 5,358 papers) it gave specific
+        recall@1 0.822 -> 0.844 and recall@5 0.933 -> 0.956 on the int8 index, but recall@1
+        0.800 -> 0.822 and recall@10 0.978 -> 0.956 on an fp32 one: one or two questions each
+        way, kept for the default int8 backend (m=2 with beta 0.25-0.5 is a plateau). Callers
+        turn it off for follow-ups, whose query already carries the previous turn.
 
         ``Hit.score`` is the fused score (higher is better; comparable within one question only);
         ``Hit.dense`` the best chunk's cosine similarity to the question itself (not the

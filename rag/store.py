@@ -26,10 +26,11 @@ import json
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
 
+from index.chunking import chunk_id, paper_of
 from rag import offline
 from rag.errors import BackendUnavailableError, IndexNotFoundError
 
@@ -50,22 +51,12 @@ class CollectionMissingError(IndexNotFoundError, KeyError):
 
 
 #: HNSW candidate list size at query time (Chroma's default: 100; hnswlib uses max(ef, n)).
-#: Measured on the 19,630-paper index (33,214 chunks), 154 dev questions, against exact search
-#: (`paperchat bench query` prints it as ``ann_recall``): recall of the 200 nearest chunks 0.905 at the default, 0.962 at 400,
-#: 0.988 at 800, 0.997 at 1,600; of the 20 nearest papers 0.975 (worst question 0.55) at the
-#: default and 0.997 (worst 0.80) at 800. A bare 200-chunk query then costs about 7 ms instead
-#: of 5; `paperchat bench query` median 23 ms instead of 19.
+#: Measured against exact search on the 19,630-paper index (33,214 chunks), 154 dev questions
+#: (``paperchat bench query`` prints it as ``ann_recall``): recall of the 200 nearest chunks
+#: 0.905 at the default, 0.962 at 400, 0.988 at 800, 0.997 at 1,600; of the 20 nearest papers
+#: 0.975 (worst question 0.55) at the default and 0.997 (worst 0.80) at 800. A bare 200-chunk
+#: query then costs about 7 ms instead of 5; ``paperchat bench query`` median 23 ms instead of 19.
 EF_SEARCH = 800
-
-
-def chunk_id(paper_id: str, n: int) -> str:
-    """Id of chunk ``n`` (from 0) of a paper: ``<paper id>#<n>`` (index.chunking writes them)."""
-    return f"{paper_id}#{n}"
-
-
-def paper_of(chunk: str) -> str:
-    """Paper id of a chunk id (the part before the last ``#``)."""
-    return chunk.rsplit("#", 1)[0]
 
 
 @dataclass
@@ -261,20 +252,25 @@ class ChromaStore:
             with self._guarded():
                 self._col.delete(where={"paper_id": {"$in": ids[i:i + 500]}})
 
+    def _pages(self, include: list[str], page: int = 5000) -> Iterator[dict[str, Any]]:
+        """The whole collection, ``page`` chunks per ``get`` (ids plus ``include``)."""
+        offset = 0
+        while True:
+            with self._guarded():
+                got = self._col.get(include=include, limit=page, offset=offset)
+            yield got
+            if len(got["ids"]) < page:
+                return
+            offset += page
+
     def chunk_counts(self) -> dict[str, int]:
         """Chunks stored per paper id (reads metadata only)."""
         counts: dict[str, int] = {}
-        offset, page = 0, 5000
-        while True:
-            with self._guarded():
-                got = self._col.get(include=["metadatas"], limit=page, offset=offset)
-            metas = got["metadatas"] or []
-            for m in metas:
+        for got in self._pages(["metadatas"]):
+            for m in got["metadatas"] or []:
                 pid = m["paper_id"]
                 counts[pid] = counts.get(pid, 0) + 1
-            if len(metas) < page:
-                return counts
-            offset += page
+        return counts
 
     def query(self, embedding: np.ndarray, n: int, where: dict[str, Any] | None = None
               ) -> list[ChunkMatch]:
@@ -290,20 +286,14 @@ class ChromaStore:
         return [ChunkMatch(cid, paper_of(cid), 1.0 - float(dist))
                 for cid, dist in zip(res["ids"][0], res["distances"][0])]
 
-    def all_embeddings(self, page: int = 5000) -> tuple[list[str], np.ndarray]:
+    def all_embeddings(self) -> tuple[list[str], np.ndarray]:
         """Every chunk id and vector, shape (n_chunks, dim) float32 (for exact-search checks)."""
         ids: list[str] = []
         rows: list[np.ndarray] = []
-        offset = 0
-        while True:
-            with self._guarded():
-                got = self._col.get(include=["embeddings"], limit=page, offset=offset)
+        for got in self._pages(["embeddings"]):
             ids += got["ids"]
             if len(got["ids"]):
                 rows.append(np.asarray(got["embeddings"], dtype=np.float32))
-            if len(got["ids"]) < page:
-                break
-            offset += page
         return ids, (np.concatenate(rows) if rows else np.zeros((0, 0), dtype=np.float32))
 
     def get_embeddings(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
@@ -314,26 +304,23 @@ class ChromaStore:
             got = self._col.get(ids=list(ids), include=["embeddings"])
         return {i: np.asarray(e, dtype=np.float32) for i, e in zip(got["ids"], got["embeddings"])}
 
-    def paper_vectors(self, paper_ids: Sequence[str], n_chunks: Mapping[str, int] | None = None
+    def paper_vectors(self, paper_ids: Sequence[str], n_chunks: Mapping[str, int]
                       ) -> dict[str, np.ndarray]:
         """Stored chunk vectors of each given paper: shape (n_chunks, dim) float32 (papers without
-        chunks are absent). With ``n_chunks`` (paper id -> chunk count, from the catalog) the
-        chunks are fetched by id, about 2x faster than the metadata filter used otherwise."""
-        if not paper_ids:
+        chunks are absent). ``n_chunks`` (paper id -> chunk count, from the catalog) names the
+        chunk ids, so they are fetched by id: about 2x faster than a ``paper_id`` filter."""
+        ids = [chunk_id(pid, i) for pid in paper_ids for i in range(n_chunks.get(pid, 0))]
+        if not ids:
             return {}
         with self._guarded():
-            if n_chunks is not None:
-                ids = [chunk_id(pid, i) for pid in paper_ids for i in range(n_chunks.get(pid, 0))]
-                got = self._col.get(ids=ids, include=["embeddings"]) if ids else {"ids": [], "embeddings": []}
-            else:
-                got = self._col.get(where={"paper_id": {"$in": list(paper_ids)}}, include=["embeddings"])
+            got = self._col.get(ids=ids, include=["embeddings"])
         rows: dict[str, list[np.ndarray]] = {}
         for cid, emb in zip(got["ids"], got["embeddings"]):
             rows.setdefault(paper_of(cid), []).append(np.asarray(emb, dtype=np.float32))
         return {pid: np.stack(v) for pid, v in rows.items()}
 
     def best_similarity(self, embedding: np.ndarray, paper_ids: Sequence[str],
-                        n_chunks: Mapping[str, int] | None = None) -> dict[str, float]:
+                        n_chunks: Mapping[str, int]) -> dict[str, float]:
         """Best chunk cosine similarity of each given paper to ``embedding`` (shape (dim,)),
         computed from the stored vectors (for papers a dense query did not return)."""
         q = np.asarray(embedding, dtype=np.float32)

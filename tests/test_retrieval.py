@@ -320,18 +320,22 @@ def test_a_bm25_index_built_with_other_parameters_is_rebuilt(fake_index, fake_em
 def test_paper_vectors_by_chunk_id_equal_those_found_by_metadata(fake_index):
     import numpy as np
 
-    from rag.store import chunk_id, paper_of
+    from index.chunking import chunk_id, paper_of
 
     _, retriever = fake_index
     ids = list(retriever.papers)[:6] + ["no-such-paper"]
     assert retriever.n_chunks and all(retriever.n_chunks[p] >= 1 for p in ids[:6])
     by_id = retriever.store.paper_vectors(ids, retriever.n_chunks)
-    by_meta = retriever.store.paper_vectors(ids)
+    got = retriever.store._col.get(where={"paper_id": {"$in": ids}},
+                                   include=["embeddings", "metadatas"])
+    by_meta: dict[str, list] = {}
+    for emb, meta in zip(got["embeddings"], got["metadatas"]):
+        by_meta.setdefault(meta["paper_id"], []).append(emb)
     assert set(by_id) == set(by_meta) == set(ids[:6])
     for pid in by_id:
         assert by_id[pid].shape == (retriever.n_chunks[pid], by_id[pid].shape[1])
         # same rows, whatever order each path returns them in
-        assert np.allclose(np.sort(by_id[pid], axis=0), np.sort(by_meta[pid], axis=0))
+        assert np.allclose(np.sort(by_id[pid], axis=0), np.sort(np.array(by_meta[pid]), axis=0))
     assert paper_of(chunk_id("a#b", 3)) == "a#b"
 
 
