@@ -1,8 +1,12 @@
-"""Answer a question: retrieve -> prompt within the token budget -> stream -> check citations.
+"""Answer a question: retrieve -> plan (question type) -> direct line -> body by mode -> check.
 
-:func:`answer_stream` yields events so the UI can show the sources before the first token and
-stream the rest; :func:`answer` runs it to the end and returns the :class:`Answer`. Backends are
-passed in (STYLE.md 4): tests give a fake embedder and a :class:`ScriptedGenerator`.
+:func:`answer_stream` yields events so the UI can show the sources, then the one-line direct
+answer (from retrieval alone, before any model call), then the rest; :func:`answer` runs it to
+the end and returns the :class:`Answer`. The body comes from the answer mode (:data:`MODES`):
+evidence-first composition (:mod:`rag.compose`), the model picking quotes under a grammar
+(:mod:`rag.constrained`), or the model writing with every sentence checked
+(:mod:`rag.grounding`; unsupported sentences leave the body). Backends are passed in: tests give
+a fake embedder and a ``ScriptedGenerator`` (``tests/conftest.py``).
 """
 
 from __future__ import annotations
@@ -10,18 +14,18 @@ from __future__ import annotations
 import re
 import time
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Iterator, Sequence
 
 from index.text import normalise, split_sentences
 from rag import citations as cit
 from rag import prompts
-from rag.conversation import (Turn, previous_papers_to_compare, retrieval_query, split_comparison,
-                              standalone_question)
+from rag.conversation import (Turn, discussed_papers, previous_papers_to_compare, retrieval_query,
+                              split_comparison, standalone_question)
 from rag.errors import InvalidQuestionError
 from rag.filters import Filters
 from rag.grounding import ground
-from rag.types import Answer, Hit
+from rag.types import Answer, AnswerSentence, Citation, Hit
 
 #: Terminal colour/cursor escape sequences (ECMA-48 CSI), stripped from questions.
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
@@ -29,6 +33,14 @@ _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
 TEMPLATE_MARGIN = 64
 #: Context windows up to this (tokens) get evidence sentences; larger ones get whole abstracts.
 SMALL_CONTEXT = 4096
+#: The answer modes (``settings.answer_mode`` also takes ``auto``; see :func:`resolve_mode`):
+#: ``extractive`` quotes the abstract sentences the evidence scores choose (:mod:`rag.compose`);
+#: ``constrained`` lets the model pick and order them under a grammar (:mod:`rag.constrained`);
+#: ``generative`` lets the model write, then keeps only the sentences the cited abstracts support.
+MODES = ("extractive", "constrained", "generative")
+#: A follow-up after a single best match is also about the previous answer's paper that its own
+#: search ranks within this many hits (the user's "they" may mean the runner-up).
+FOLLOWUP_RUNNER_UP_RANK = 3
 
 
 @dataclass
@@ -73,12 +85,15 @@ def check_question(question, max_chars: int = 4000) -> str:
 
 def paper_text(hit: Hit, sentences: int | None) -> str:
     """What the prompt quotes of a paper: its ``sentences`` best evidence sentences (in abstract
-    order) or, with ``None``, the whole normalised abstract."""
-    abstract = normalise(hit.paper.abstract)
+    order) or, with ``None``, its whole abstract; only sentences that may be quoted
+    (:func:`rag.compose.quotable`: no instruction-like sentence, no prompt scaffolding)."""
+    from rag.compose import quotable
+
+    allowed = quotable(hit.paper)
     if sentences is None or not hit.evidence:
-        return abstract
-    chosen = set(hit.evidence[:sentences])
-    return " ".join(s for s in split_sentences(abstract) if s in chosen) or " ".join(hit.evidence[:sentences])
+        return " ".join(allowed)
+    chosen = {cit.defuse(e) for e in hit.evidence[:sentences]}
+    return " ".join(s for s in allowed if s in chosen) or " ".join(allowed[:1])
 
 
 def build_messages(question: str, hits: Sequence[Hit], generator, settings) -> tuple[list[dict], int]:
@@ -89,8 +104,9 @@ def build_messages(question: str, hits: Sequence[Hit], generator, settings) -> t
     its ``max(1, evidence_sentences - (n - 1))`` best evidence sentences (3, 2, 1, 1, 1 with the
     default 3: the prompt stays short, so the first token comes early), otherwise its whole
     abstract. A paper that does not fit is shortened to its best sentence, and dropped if even that
-    does not fit; the lowest-ranked go first. Titles and abstracts are quoted as data
-    (:func:`rag.citations.quote`: no ``"`` inside, bracketed numbers defused).
+    does not fit; the lowest-ranked go first. Bracketed numbers in titles and abstracts are
+    defused (:func:`rag.citations.defuse`); the layout has no labels or quotes a model could
+    echo (``prompts/paper.txt``).
 
     Returns:
         (messages, number of papers included). Papers keep their hit numbers [1..n].
@@ -104,8 +120,8 @@ def build_messages(question: str, hits: Sequence[Hit], generator, settings) -> t
     for n, hit in enumerate(hits, start=1):
         sentences = max(1, settings.evidence_sentences - (n - 1)) if small else None
         for variant in dict.fromkeys((sentences, 1)):
-            block = prompts.render("paper", n=n, title=cit.quote(normalise(hit.paper.title)),
-                                   text=cit.quote(paper_text(hit, variant)))
+            block = prompts.render("paper", n=n, title=cit.defuse(normalise(hit.paper.title)),
+                                   text=paper_text(hit, variant))
             cost = generator.count_tokens(block) + 1
             if used + cost <= budget:
                 blocks.append(block)
@@ -117,9 +133,39 @@ def build_messages(question: str, hits: Sequence[Hit], generator, settings) -> t
     return [{"role": "system", "content": system}, {"role": "user", "content": user}], len(blocks)
 
 
+@dataclass
+class Plan:
+    """What one turn is, before any model call: the standalone question, the hits (numbered from
+    1), refusal, the question type (:data:`rag.compose.KINDS`), the hit numbers of the papers
+    under discussion (``focus``) and the number of compared papers (``columns``, 0 when not a
+    comparison)."""
+
+    standalone: str
+    hits: list[Hit]
+    refused: bool
+    kind: str = "lookup"
+    focus: list[int] = field(default_factory=lambda: [1])
+    columns: int = 0
+
+
 def retrieve_for(question: str, retriever, settings, *, k: int, filters: Filters | None,
                  history: list[Turn], evidence: bool = True) -> tuple[str, list[Hit], bool]:
-    """Standalone question, hits and refusal for one turn (follow-ups and comparisons handled)."""
+    """Standalone question, hits and refusal for one turn (follow-ups and comparisons handled):
+    what ``paperchat eval`` scores as retrieval."""
+    plan = plan_turn(question, retriever, settings, k=k, filters=filters, history=history,
+                     evidence=evidence, discussed_first=False)
+    return plan.standalone, plan.hits, plan.refused
+
+
+def plan_turn(question: str, retriever, settings, *, k: int, filters: Filters | None,
+              history: list[Turn], evidence: bool = True, discussed_first: bool = True) -> Plan:
+    """Retrieve for one turn and decide its question type.
+
+    With ``discussed_first`` (the answer path), a follow-up's papers under discussion are put
+    first among the hits (added when the search did not return them; the list stays at ``k``),
+    so the answer quotes them as [1], [2] ...
+    """
+    from rag.compose import classify
     from rag.refusal import is_out_of_corpus, unknown_names
 
     previous = previous_papers_to_compare(question, history)
@@ -129,7 +175,9 @@ def retrieve_for(question: str, retriever, settings, *, k: int, filters: Filters
         hits = [Hit(p, 1.0 - i / 100) for i, p in enumerate(previous)]
         if evidence:
             retriever.attach_evidence(question, hits)
-        return standalone, hits, False
+        return Plan(standalone, hits, False, "compare", list(range(1, len(hits) + 1)), len(hits))
+    if classify(question) == "count":
+        history = []  # "how many papers ..." is about the corpus, never about the last answer
     standalone, about = standalone_question(question, history)
     query = retrieval_query(question, history)
     sides = split_comparison(question)
@@ -141,6 +189,7 @@ def retrieve_for(question: str, retriever, settings, *, k: int, filters: Filters
         for side in per_side:  # each side's best paper first, then the fused list
             if side and side[0].id not in {h.id for h in hits}:
                 hits.append(side[0])
+        columns = len(hits)
         for h in merged_res.hits + [h for side in per_side for h in side[1:]]:
             if len(hits) >= k:
                 break
@@ -150,77 +199,197 @@ def retrieve_for(question: str, retriever, settings, *, k: int, filters: Filters
     else:
         res = retriever.search(query, k=k, filters=filters, evidence=False, feedback=about is None)
         hits = res.hits
+        columns = 0
         top_dense = max(res.dense.scores[:1], default=0.0)
     if about is None:
         refused = is_out_of_corpus(question, hits, retriever, top_dense=top_dense)
     else:  # a follow-up: its own words are thin, so only a name unknown to the index refuses
         refused = bool(unknown_names(question, retriever))
+    focus = [1]
+    if about is not None and discussed_first:
+        papers = discussed_papers(question, history)
+        if len(papers) == 1:  # a single best match: add the runner-up the follow-up search
+            known = {p.id: p for p in history[-1].papers}  # ranks high among the last papers
+            extra = next((known[h.id] for h in hits[:FOLLOWUP_RUNNER_UP_RANK]
+                          if h.id in known and h.id != papers[0].id), None)
+            papers = papers + ([extra] if extra is not None else [])
+        found = {h.id: h for h in hits}
+        top_score = hits[0].score if hits else 1.0
+        first = [found.get(p.id) or Hit(p, top_score) for p in papers]
+        ids = {h.id for h in first}
+        hits = (first + [h for h in hits if h.id not in ids])[:max(k, len(first))]
+        focus = list(range(1, len(first) + 1))
     if evidence:
         retriever.attach_evidence(standalone, hits)
-    return standalone, hits, refused
+    comparison = columns >= 2 and len(hits) >= 2
+    kind = classify(question, followup=about is not None, comparison=comparison)
+    if kind == "compare":
+        focus = list(range(1, columns + 1))
+    return Plan(standalone, hits, refused, kind, focus, columns if comparison else 0)
+
+
+def resolve_mode(requested: str, generator, settings) -> str:
+    """The answer mode to use: ``requested`` unless it is ``auto``, which picks
+    ``settings.small_model_mode`` for a model with fewer than ``settings.small_model_params``
+    parameters (read from the GGUF: ``generator.n_params``) and ``generative`` for bigger models
+    and for LLM servers (whose size is unknown).
+
+    Raises:
+        InvalidQuestionError: an unknown mode name.
+    """
+    if requested not in MODES + ("auto",):
+        raise InvalidQuestionError(f"unknown answer mode {requested!r}; use one of auto, "
+                                   + ", ".join(MODES))
+    if requested != "auto":
+        return requested
+    n_params = getattr(generator, "n_params", None)
+    if isinstance(n_params, int) and n_params < settings.small_model_params:
+        return settings.small_model_mode
+    return "generative"
 
 
 def answer_stream(question: str, *, retriever, generator, settings, k: int | None = None,
-                  filters: Filters | None = None, history: list[Turn] | None = None
-                  ) -> Iterator[HitsEvent | TokenEvent | DoneEvent]:
-    """Answer ``question`` as a stream of events: one :class:`HitsEvent`, zero or more
-    :class:`TokenEvent`, one :class:`DoneEvent` with the checked :class:`Answer`.
+                  filters: Filters | None = None, history: list[Turn] | None = None,
+                  mode: str | None = None) -> Iterator[HitsEvent | TokenEvent | DoneEvent]:
+    """Answer ``question`` as a stream of events: one :class:`HitsEvent`, one or more
+    :class:`TokenEvent` (the first is the one-line direct answer, made from retrieval before
+    any model call), one :class:`DoneEvent` with the checked :class:`Answer`.
+
+    ``mode`` (default ``settings.answer_mode``): see :data:`MODES` and :func:`resolve_mode`.
+    Counts, authors and figures the abstracts do not give are answered by the composition in
+    every mode (a plain statement, never the model's guess).
 
     Raises:
-        InvalidQuestionError: before any retrieval or model call (see :func:`check_question`).
+        InvalidQuestionError: before any retrieval or model call (see :func:`check_question`),
+            or an unknown mode.
+        BackendUnavailableError, GrammarError: from the model.
     """
+    from rag import compose, constrained
+    from rag.refusal import MIN_DENSE
+
     t0 = time.perf_counter()
     ms = lambda: (time.perf_counter() - t0) * 1000  # noqa: E731
     question = check_question(question, settings.max_question_chars)
+    requested = mode or settings.answer_mode
+    if requested not in MODES + ("auto",):
+        resolve_mode(requested, generator, settings)  # raises before any work
     k = k or settings.k
-    standalone, hits, refused = retrieve_for(question, retriever, settings, k=k, filters=filters,
-                                             history=history or [])
+    plan = plan_turn(question, retriever, settings, k=k, filters=filters, history=history or [])
+    standalone, hits = plan.standalone, plan.hits
     timings = {"retrieve": ms()}
-    yield HitsEvent(standalone, hits, refused)
-    if refused or not hits:
+    yield HitsEvent(standalone, hits, plan.refused)
+    if plan.refused or not hits:
         timings["first_token"] = timings["total"] = ms()
         text = cit.no_match(filters.as_strings()) if filters and not hits else cit.REFUSAL
         yield DoneEvent(Answer(question, standalone, text, [], hits, refused=True,
-                               timings_ms=timings))
+                               timings_ms=timings, mode="extractive", kind=plan.kind))
         return
-    sides = split_comparison(standalone)
+    embedder = retriever.embedder
+    kind = plan.kind
     table = None
-    if sides and len(hits) >= 2:
-        # A comparison: the extractive table (rag.compare) is the answer's first text (and marks
-        # first_token), then the model's short synthesis, grounded against the compared papers.
-        from rag.compare import SYNTHESIS_MAX_TOKENS, build_comparison, synthesis_messages
+    if kind == "compare":
+        from rag.compare import build_comparison
 
-        support_hits = hits[:max(2, min(len(sides), len(hits)))]
-        table = build_comparison(support_hits, retriever.embedder)
-        timings["first_token"] = ms()
-        yield TokenEvent(table.markdown + "\n\n")
+        table = build_comparison(hits[:plan.columns or len(hits)], embedder)
+    extract = compose.compose(kind, question, hits, embedder, focus=plan.focus,
+                              comparison=table, min_dense=MIN_DENSE)
+    table_md = table.markdown if table is not None else ""
+    head = compose.render(extract[:1], table_md)
+    timings["first_token"] = ms()
+    yield TokenEvent(head)
+    used = resolve_mode(requested, generator, settings)
+    if kind in ("count", "authors", "number"):
+        used = "extractive"  # what the abstracts cannot say is stated, never generated
+    body, unsupported, model = extract[1:], [], ""
+    if used == "constrained":
+        cands = compose.candidates(question, hits, embedder,
+                                   plan.focus if kind == "followup" else None)
+        pool = constrained.pool(kind, hits, cands, focus=plan.focus, comparison=table,
+                                min_dense=MIN_DENSE)
+        picks = constrained.pick(question, pool, generator, settings)
+        model = generator.name
+        body = picks or body
+    elif used == "generative":
+        model = generator.name
+        generated = yield from _generate(standalone, hits, table, generator, settings, embedder)
+        body = [s for s in generated if s.supported]
+        unsupported = [s for s in generated if not s.supported]
+        if not body:
+            body = [compose.note("The model wrote nothing the cited abstracts support; what they "
+                                 "say instead:")] + extract[1:]
+    sentences = compose.check(extract[:1] + body, hits, embedder, settings.support_threshold)
+    text = compose.render(sentences, table_md)
+    if used != "generative":
+        yield TokenEvent(text[len(head):])
+    timings["total"] = ms()
+    about = plan.focus if kind in ("compare", "followup") else [1]
+    yield DoneEvent(Answer(
+        question, standalone, text, citations_for(sentences, hits), hits,
+        sentences=sentences, comparison=table.rows if table is not None else None,
+        timings_ms=timings, mode=used, kind=kind,
+        comparison_ids=[c.hit.id for c in table.columns] if table is not None else [],
+        unsupported=unsupported, model=model,
+        about_ids=[hits[n - 1].id for n in about if 1 <= n <= len(hits)]))
+
+
+def _generate(standalone: str, hits: list[Hit], table, generator, settings, embedder):
+    """Generative mode: stream the model's text (yielding :class:`TokenEvent`), stopped by the
+    repetition guard; then drop prompt leaks and ground every sentence. Returns the grounded
+    sentences (kind ``claim``), supported or not."""
+    from rag.guards import RepeatGuard, leak_reason
+
+    if table is not None:
+        from rag.compare import SYNTHESIS_MAX_TOKENS, synthesis_messages
+
         messages = synthesis_messages(standalone, table, generator, settings)
         max_tokens = min(settings.max_answer_tokens, SYNTHESIS_MAX_TOKENS)
+        support_hits = hits[:len(table.columns)]
     else:
-        messages, used = build_messages(standalone, hits, generator, settings)
-        support_hits = hits[:used] if used else hits
+        messages, n_used = build_messages(standalone, hits, generator, settings)
         max_tokens = settings.max_answer_tokens
-    pieces: list[str] = []
-    for piece in generator.stream(messages, max_tokens=max_tokens,
-                                  temperature=settings.temperature):
-        if not pieces:
-            timings.setdefault("first_token", ms())
-        pieces.append(piece)
-        yield TokenEvent(piece)
-    timings.setdefault("first_token", ms())
-    grounded = ground("".join(pieces), support_hits, retriever.embedder,
-                      threshold=settings.support_threshold)
-    if not grounded.sentences and table is None and support_hits[0].evidence:
-        # the model wrote no sentence (nothing, or only markers): answer with the top paper's
-        # best evidence sentence, quoted from its abstract (and so cited to it)
-        grounded = ground(support_hits[0].evidence[0], support_hits, retriever.embedder,
-                          threshold=settings.support_threshold)
-    text, citations = grounded.text, grounded.citations
-    if table is not None:
-        text, citations = table.with_synthesis(text, citations)
-    timings["total"] = ms()
-    yield DoneEvent(Answer(question, standalone, text, citations, hits, sentences=grounded.sentences,
-                           comparison=table.rows if table is not None else None, timings_ms=timings))
+        support_hits = hits[:n_used] if n_used else hits
+    guard = RepeatGuard(settings.repeat_ngram)
+    stream = generator.stream(messages, max_tokens=max_tokens, temperature=settings.temperature)
+    yield TokenEvent("\n\n")
+    try:
+        for piece in stream:
+            yield TokenEvent(piece)
+            if guard.feed(piece):
+                break
+    finally:
+        close = getattr(stream, "close", None)
+        if close:
+            close()
+    text = guard.text[:guard.safe_length] if guard.tripped else guard.text
+    kept = "\n".join(line for line in text.splitlines() if not leak_reason(line))
+    grounded = ground(kept, support_hits, embedder, threshold=settings.support_threshold)
+    out = []
+    for s in grounded.sentences:
+        if leak_reason(s.text):
+            continue
+        s.kind = "claim"
+        out.append(s)
+    return out
+
+
+def citations_for(sentences: Sequence[AnswerSentence], hits: Sequence[Hit]) -> list[Citation]:
+    """One :class:`Citation` per cited hit, in order of first citation: ``support`` the best
+    support of a claim citing it (1.0 when only notes cite it), ``evidence`` the first sentence
+    quoted from it (else empty: the card shows the paper's best evidence)."""
+    by_n: dict[int, Citation] = {}
+    for s in sentences:
+        for n in s.citations:
+            if not 1 <= n <= len(hits):
+                continue
+            c = by_n.setdefault(n, Citation(n, hits[n - 1].paper, False, 0.0, ""))
+            score = s.support if s.is_claim else 1.0
+            if score > c.support:
+                c.support = round(float(score), 4)
+            if s.quote and not c.evidence and n == s.citations[0]:
+                c.evidence = s.quote
+    for c in by_n.values():
+        c.supported = any(s.supported for s in sentences if c.n in s.citations)
+    return list(by_n.values())
 
 
 def answer(question: str, **kwargs) -> Answer:

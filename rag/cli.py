@@ -11,6 +11,9 @@ import json
 import sys
 from pathlib import Path
 
+#: ``--answer-mode`` choices (rag.answer.MODES plus auto; kept here so --help imports nothing).
+ANSWER_MODES = ("auto", "extractive", "constrained", "generative")
+
 
 def _settings(args) -> "Settings":  # noqa: F821
     from rag.settings import Settings
@@ -26,6 +29,8 @@ def _settings(args) -> "Settings":  # noqa: F821
         overrides["chroma_url"] = args.chroma_url
     if getattr(args, "llm_url", None):
         overrides["llm_url"] = args.llm_url
+    if getattr(args, "answer_mode", None):
+        overrides["answer_mode"] = args.answer_mode
     return Settings(**overrides)
 
 
@@ -55,6 +60,10 @@ def _parser() -> argparse.ArgumentParser:
     ask.add_argument("--llm-url", default=None, help="OpenAI-compatible server …/v1")
     ask.add_argument("--chroma-url", default=None)
     ask.add_argument("--json", action="store_true", help="print one JSON object")
+    ask.add_argument("--answer-mode", default=None, choices=ANSWER_MODES,
+                     help="auto (default: by the model's size), extractive (quotes chosen by the "
+                     "evidence scores), constrained (the model picks quotes under a grammar), "
+                     "generative (the model writes; unsupported sentences are set apart)")
 
     sv = sub.add_parser("serve", help="serve the chat UI")
     sv.add_argument("--index", default=None)
@@ -64,11 +73,24 @@ def _parser() -> argparse.ArgumentParser:
     sv.add_argument("--llm-url", default=None)
     sv.add_argument("--chroma-url", default=None)
     sv.add_argument("--auth", default=None, help="user:pass (or a file holding it)")
+    sv.add_argument("--answer-mode", default=None, choices=ANSWER_MODES,
+                    help="the answer mode new chats start with (default auto)")
 
-    ev = sub.add_parser("eval", help="retrieval metrics on a query file")
+    ev = sub.add_parser("eval", help="retrieval metrics on a query file (--answers: the whole "
+                        "answer path)")
     ev.add_argument("queries")
     ev.add_argument("--index", default=None)
     ev.add_argument("--json", action="store_true")
+    ev.add_argument("--answers", action="store_true",
+                    help="run the real answer path (model, mode) and score the answers; the "
+                    "other modes run in the same process as baselines")
+    ev.add_argument("--answer-mode", default=None, choices=ANSWER_MODES,
+                    help="the mode scored with --answers (default: settings, i.e. auto)")
+    ev.add_argument("--model", default=None, help="GGUF file (default: bundled SmolLM2-135M)")
+    ev.add_argument("--llm-url", default=None, help="OpenAI-compatible server …/v1")
+    ev.add_argument("--baselines", default=None,
+                    help="with --answers: comma-separated modes run as baselines (default: all "
+                    "other modes; 'none' for none)")
 
     bn = sub.add_parser("bench", help="benchmarks that print figures")
     bn.add_argument("what", choices=["index", "query", "answer"])
@@ -95,8 +117,9 @@ def cmd_index(args) -> int:
     return 0
 
 
-def answer_json(ans) -> dict:
-    """The ``paperchat ask --json`` object (DESIGN.md contract)."""
+def answer_json(ans, filters=None) -> dict:
+    """The ``paperchat ask --json`` object (DESIGN.md contract); ``filters`` the
+    :class:`rag.filters.Filters` applied (listed as ``filters_applied``)."""
     return {
         "question": ans.question,
         "standalone_question": ans.standalone_question,
@@ -110,16 +133,28 @@ def answer_json(ans) -> dict:
                   "url": h.paper.openreview_url, "evidence": list(h.evidence)} for h in ans.hits],
         "timings_ms": {k: round(float(ans.timings_ms.get(k, 0.0)), 1)
                        for k in ("retrieve", "first_token", "total")},
+        "mode": ans.mode,
+        "kind": ans.kind,
+        "sentences": [{"text": s.text, "kind": s.kind, "citations": list(s.citations),
+                       "supported": bool(s.supported), "support": float(s.support)}
+                      for s in ans.sentences],
+        "unsupported": [{"text": s.text, "citations": list(s.citations),
+                         "support": float(s.support)} for s in ans.unsupported],
+        "comparison": ({"columns": list(ans.comparison_ids), "rows": ans.comparison}
+                       if ans.comparison is not None else None),
+        "filters_applied": filters.as_strings() if filters else [],
+        "model": ans.model,
     }
 
 
 def format_answer(ans) -> str:
     """Terminal rendering after streaming: unsupported sentences marked, then the references."""
     lines = []
-    if any(not s.supported for s in ans.sentences):
-        lines.append("")
-        lines.append("Checked answer (sentences marked (?) are not supported by a cited abstract):")
-        lines.append(" ".join(s.text if s.supported else f"(?) {s.text}" for s in ans.sentences))
+    if ans.mode == "generative" and not ans.refused:
+        lines += ["", "", "Checked answer:", ans.text]
+    if ans.unsupported:
+        lines += ["", "Not supported by the cited abstracts (left out of the answer):"]
+        lines += [f"  (?) {s.text}" for s in ans.unsupported]
     lines.append("")
     if ans.refused and not ans.hits:
         return "\n".join(lines).rstrip()
@@ -146,7 +181,7 @@ def cmd_ask(args) -> int:
     generator = pipe.generator  # validates --model before any retrieval work
     final = None
     for ev in answer_stream(question, retriever=pipe.retriever, generator=generator,
-                            settings=settings, filters=filters):
+                            settings=settings, filters=filters, mode=settings.answer_mode):
         if isinstance(ev, HitsEvent) and not args.json and ev.standalone_question != question:
             print(f"(searching for: {ev.standalone_question})", file=sys.stderr)
         elif isinstance(ev, TokenEvent) and not args.json:
@@ -154,7 +189,7 @@ def cmd_ask(args) -> int:
         elif isinstance(ev, DoneEvent):
             final = ev.answer
     if args.json:
-        print(json.dumps(answer_json(final), ensure_ascii=False, indent=2))
+        print(json.dumps(answer_json(final, filters), ensure_ascii=False, indent=2))
     else:
         if final.refused:
             print(final.text)
@@ -172,6 +207,16 @@ def cmd_eval(args) -> int:
     from rag.evaluate import format_report, run_eval
 
     settings = _settings(args)
+    if args.answers:
+        from rag.evaluate_answers import format_answer_report, run_answer_eval
+
+        baselines = None if args.baselines is None else \
+            [m for m in args.baselines.split(",") if m and m != "none"]
+        report = run_answer_eval(args.queries, settings, baselines=baselines,
+                                 log=lambda m: print(m, file=sys.stderr))
+        print(json.dumps(report, indent=2, ensure_ascii=False) if args.json
+              else format_answer_report(report))
+        return 0
     report = run_eval(args.queries, settings)
     print(json.dumps(report, indent=2) if args.json else format_report(report))
     return 0

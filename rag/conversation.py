@@ -33,7 +33,7 @@ anything something thing things turn think thought found find report reported re
 still even ever never very case""".split())
 
 _COMPARE = [
-    re.compile(r"^\s*(?:how|in what ways?|where)\s+(?:does|do|did|is|are)\s+(?P<a>.+?)\s+"
+    re.compile(r"^\s*(?:how|in what ways?|where)\s+(?P<v>does|do|did|is|are)\s+(?P<a>.+?)\s+"
                r"(?:differ|compare|contrast|relate)\w*\s+(?:from|with|to|against|and)\s+(?P<b>.+?)\s*[?.!]*\s*$", re.I),
     re.compile(r"^\s*(?:compare|contrast)\s+(?P<a>.+?)\s+(?:with|to|and|against|versus|vs\.?)\s+(?P<b>.+?)\s*[?.!]*\s*$", re.I),
     re.compile(r"^\s*(?:what(?:'s| is| are) the differences?\s+between)\s+(?P<a>.+?)\s+and\s+(?P<b>.+?)\s*[?.!]*\s*$", re.I),
@@ -44,11 +44,18 @@ _COMPARE = [
 @dataclass
 class Turn:
     """One earlier exchange: the user's question and the papers the answer cited (best first),
-    or its top hits when it cited none."""
+    or its top hits when it cited none. The first ``focus`` papers are the ones under discussion
+    (the best match; after a comparison, every compared paper): a follow-up is about them."""
 
     question: str
     standalone: str = ""
     papers: list[Paper] = field(default_factory=list)
+    focus: int = 1
+
+    @property
+    def discussed(self) -> list[Paper]:
+        """The papers under discussion (at least the first paper, when there is one)."""
+        return self.papers[:max(1, self.focus)]
 
 
 _NEW_TOPIC = re.compile(r"^\s*(?:(?:is|are) there|any(?:one|body)?\b|find|list|show me|search|"
@@ -73,14 +80,45 @@ def is_followup(question: str) -> bool:
 def standalone_question(question: str, history: list[Turn]) -> tuple[str, Paper | None]:
     """The standalone question shown to the user, and the paper a follow-up is about (or None).
 
-    A follow-up with history becomes ``"<question> (about: <title of the paper under
-    discussion>)"``; anything else is returned unchanged. Retrieval uses
-    :func:`retrieval_query`.
+    A follow-up with history becomes ``"<question> (about: <title>; <title>)"``, naming every
+    paper under discussion (:attr:`Turn.discussed`: after a comparison, all compared papers);
+    anything else is returned unchanged. The paper returned is the first of them; all of them
+    are :func:`discussed_papers`. Retrieval uses :func:`retrieval_query`.
     """
-    if not history or not history[-1].papers or not is_followup(question):
+    papers = discussed_papers(question, history)
+    if not papers:
         return question, None
-    paper = history[-1].papers[0]
-    return f"{question.rstrip()} (about: {paper.title})", paper
+    return f"{question.rstrip()} (about: {'; '.join(p.title for p in papers)})", papers[0]
+
+
+def discussed_papers(question: str, history: list[Turn]) -> list[Paper]:
+    """The papers a follow-up ``question`` is about (empty when it is not a follow-up)."""
+    if not history or not history[-1].papers or not follows(question, history[-1]):
+        return []
+    return history[-1].discussed
+
+
+#: A name in a question: CamelCase (StepORLM), an acronym of 3+ capitals (GRPO, RFTHGS), or a
+#: word with letters and digits (Llama3, F2SA).
+_NAME = re.compile(r"\b(?:[A-Za-z]*[a-z][A-Z][A-Za-z0-9-]*|[A-Z][A-Z0-9-]{2,}[a-z]*|"
+                   r"[A-Za-z]+[0-9][A-Za-z0-9-]*)\b")
+
+
+def new_names(question: str, papers: list[Paper]) -> list[str]:
+    """Names in ``question`` (:data:`_NAME`) that occur in none of ``papers``' titles and
+    abstracts (case and hyphens ignored): a question naming something else is not about them."""
+    def fold(text: str) -> str:
+        return re.sub(r"[^a-z0-9]", "", text.lower())
+
+    corpus = fold(" ".join(f"{p.title} {p.abstract}" for p in papers))
+    return [n for n in _NAME.findall(question) if fold(n) and fold(n) not in corpus]
+
+
+def follows(question: str, turn: Turn) -> bool:
+    """True when ``question`` is a follow-up of ``turn``: :func:`is_followup`, and it names
+    nothing the papers under discussion do not mention ("What does StepORLM propose?" after an
+    answer about another paper is a new question)."""
+    return is_followup(question) and not new_names(question, turn.discussed)
 
 
 def retrieval_query(question: str, history: list[Turn]) -> str:
@@ -88,7 +126,7 @@ def retrieval_query(question: str, history: list[Turn]) -> str:
     turn's (standalone) question, which names its topic in the user's own words; measured on
     dev_hard's follow-ups this finds the paper under discussion in the top 5 every time, where
     the title of the previous top hit alone drags in that hit's errors."""
-    if not history or not is_followup(question):
+    if not history or not follows(question, history[-1]):
         return question
     prev = history[-1].standalone or history[-1].question
     return f"{prev} {question}"
@@ -106,7 +144,12 @@ def split_comparison(question: str) -> list[str] | None:
         if not m:
             continue
         a, b = m.group("a"), m.group("b")
-        sides = [s.strip(" ,;") for s in re.split(r",\s*(?:and\s+)?|\s+and\s+", a)] + [b]
+        # "A, B and C" lists several papers on the first side; "on- and off-policy" (a hyphen
+        # before "and") and a first side without a comma ("the paper on X and Y") are one paper
+        plural = (m.groupdict().get("v") or "do").lower() in ("do", "are", "did")
+        listed = "," in a and plural
+        sides = ([s.strip(" ,;") for s in re.split(r",\s*(?:and\s+)?|(?<!-)\s+and\s+", a)]
+                 if listed else [a]) + [b]
         if len(sides) > 2 and not all(len(s.split()) >= 2 for s in sides):
             sides = [a, b]
         sides = [re.sub(r"^(?:the|a|an)\s+(?:paper|work|method)\s+(?:on|about|that|which)?\s*", "", s,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -74,6 +75,24 @@ class Settings(BaseSettings):
     temperature: float = Field(0.0, description="Sampling temperature (0 = greedy).")
     evidence_sentences: int = Field(3, description="Abstract sentences per paper in the prompt "
                                     "when the context window is small.")
+    answer_mode: Literal["auto", "constrained", "extractive", "generative"] = Field(
+        "auto", description="How the answer text is made (see rag.answer): 'extractive' quotes "
+        "abstract sentences chosen by the evidence scores; 'constrained' lets the model pick and "
+        "order those sentences under a GBNF grammar; 'generative' lets it write, then checks "
+        "every sentence; 'auto' picks by the model's size (small_model_params).")
+    small_model_params: int = Field(
+        1_000_000_000, description="Models with fewer parameters than this (read from the GGUF) "
+        "get small_model_mode under answer_mode=auto; bigger ones and LLM servers get "
+        "'generative'.")
+    small_model_mode: Literal["constrained", "extractive"] = Field(
+        "extractive", description="The mode auto picks for a small model; chosen by "
+        "'paperchat eval --answers' (see rag.answer.AUTO_SMALL_MODE).")
+    requantize: str = Field(
+        "Q4_0", description="The bundled GGUF (shipped as Q4_1) is re-quantised once to this type "
+        "and cached under home/models (faster prompt processing on CPUs without a fast Q4_1 "
+        "kernel); '' uses the shipped file. A --model file is never re-quantised.")
+    repeat_ngram: int = Field(4, ge=2, description="Repetition guard: generation stops when a "
+                              "word n-gram of this length occurs a third time.")
 
     # --- grounding ------------------------------------------------------------------------------
     support_threshold: float = Field(

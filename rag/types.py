@@ -90,15 +90,37 @@ class Citation:
     evidence: str = ""
 
 
+#: Kinds of answer sentence (:attr:`AnswerSentence.kind`): ``direct`` the one-line direct answer
+#: (template text around paper titles); ``quote`` an abstract sentence quoted exactly; ``item`` a
+#: list line: a paper's title and one quoted sentence; ``heading`` template text with no claim
+#: ("Also relevant:"); ``note`` a plain statement about what the abstracts cannot say; ``metadata``
+#: a fact from the paper list (authors); ``claim`` a sentence the model wrote.
+SENTENCE_KINDS = ("direct", "quote", "item", "heading", "note", "metadata", "claim")
+
+
 @dataclass
 class AnswerSentence:
-    """One sentence of the answer with the hit numbers it cites after checking (may be empty)."""
+    """One sentence of the answer with the hit numbers it cites after checking (may be empty).
+
+    ``text`` is the sentence as shown (markers included); ``kind`` one of :data:`SENTENCE_KINDS`;
+    ``quote`` the exact abstract sentence a ``quote`` or ``item`` shows (citation-like brackets
+    defused), else ``""``. ``support`` in [0, 1] (see :mod:`rag.grounding`); headings and notes
+    make no claim about a paper and are always ``supported`` with ``support`` 1.0 but are not
+    counted in the supported share of ``paperchat eval --answers``.
+    """
 
     text: str
     citations: list[int] = field(default_factory=list)
     supported: bool = True
     support: float = 0.0
     auto_cited: bool = False
+    kind: str = "claim"
+    quote: str = ""
+
+    @property
+    def is_claim(self) -> bool:
+        """True when the sentence says something about a paper (counted by the checks)."""
+        return self.kind not in ("heading", "note")
 
 
 @dataclass
@@ -109,6 +131,17 @@ class Answer:
     ``timings_ms`` has ``retrieve``, ``first_token`` and ``total`` in milliseconds from the start of
     the call. ``refused`` is True when retrieval found nothing relevant enough (see
     :mod:`rag.retrieve`); ``text`` then says so and ``hits`` still lists the nearest papers.
+
+    ``mode`` is the answer mode used (``extractive``, ``constrained`` or ``generative``; see
+    :mod:`rag.answer`), ``kind`` the question type the composition used (``lookup``,
+    ``describe``, ``survey``, ``compare``, ``followup``, ``count``, ``authors``, ``number``;
+    see :mod:`rag.compose`). ``comparison`` holds a comparison's table rows (header first) and
+    ``comparison_ids`` its column papers' ids, in column order. ``unsupported`` holds the
+    sentences a model wrote that no cited abstract supports: they are kept out of ``text`` and
+    ``sentences`` and shown apart, collapsed. ``model`` names the model that took part (empty
+    when none did). ``about_ids`` are the papers the answer is about (the best match, the
+    compared papers, or the papers a follow-up asked about): the next turn's follow-ups refer to
+    them.
     """
 
     question: str
@@ -120,3 +153,9 @@ class Answer:
     sentences: list[AnswerSentence] = field(default_factory=list)
     comparison: list[list[str]] | None = None
     timings_ms: dict[str, float] = field(default_factory=dict)
+    mode: str = "extractive"
+    kind: str = ""
+    comparison_ids: list[str] = field(default_factory=list)
+    unsupported: list[AnswerSentence] = field(default_factory=list)
+    model: str = ""
+    about_ids: list[str] = field(default_factory=list)

@@ -1,0 +1,187 @@
+"""``paperchat eval --answers``: the whole answer path scored, the configured mode against the
+other modes in the same run.
+
+Every query of the file (``{"qid", "type", "question", "gold", "turns"}``, see
+:mod:`rag.evaluate`) is answered by :func:`rag.answer.answer` with the real retriever and model;
+follow-ups are run as conversations (each earlier turn answered, its answer becoming the
+history). Per query type (DESIGN.md contract):
+
+* ``gold_in_hits``: queries whose gold papers are all among the answer's hits (count);
+* ``gold_cited``: among those, the share whose answer cites every gold paper;
+* ``first_citation_gold``: share of queries with gold whose first cited paper is a gold paper;
+  ``hit1_gold`` is retrieval's recall@1 on the same hits, for comparison;
+* ``supported``: share of the answers' claims (:attr:`rag.types.AnswerSentence.is_claim`:
+  headings and plain notes make no claim) that the cited abstracts support;
+* ``leaks``: answers holding prompt scaffolding or chat-template tokens
+  (:func:`rag.guards.count_leaks` on the text and on the set-apart unsupported sentences);
+* ``max_repeat_4gram``: the most times a word 4-gram occurs in one answer's sentences (the
+  comparison table, which names each paper in its header by design, is not prose and is left
+  out), maximum over answers;
+* ``first_text_ms_p50`` / ``total_ms_p50``: medians of the time to the first answer text on
+  screen and to the finished answer, ms;
+* ``refused``: share refused; for follow-ups also ``discussed_cited``, the share whose answer
+  cites every paper under discussion (the previous answer's ``about_ids``).
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+from pathlib import Path
+from typing import Callable
+
+from rag.conversation import Turn
+from rag.evaluate import TYPES, load_queries
+from rag.guards import count_leaks, max_repeat
+
+
+def turn_of(answer) -> Turn:
+    """The history entry an answer leaves (as the UI keeps it): the papers it is about first,
+    then its other cited papers; ``focus`` = how many it is about."""
+    by_id = {h.id: h.paper for h in answer.hits}
+    about = [by_id[i] for i in answer.about_ids if i in by_id]
+    cited = [c.paper for c in answer.citations if c.paper.id not in answer.about_ids]
+    papers = [] if answer.refused else (about + cited or [h.paper for h in answer.hits])
+    return Turn(answer.question, answer.standalone_question, papers, focus=max(1, len(about)))
+
+
+def run_mode(queries: list[dict], mode: str, retriever, generator, settings,
+             log: Callable[[str], None] = lambda m: None) -> list[dict]:
+    """Answer every query in ``mode``; one record per query (see :func:`record`)."""
+    from rag.answer import answer
+
+    out = []
+    for i, q in enumerate(queries, 1):
+        turns = q.get("turns") or [q["question"]]
+        history: list[Turn] = []
+        for turn in turns[:-1]:
+            prev = answer(turn, retriever=retriever, generator=generator, settings=settings,
+                          history=history, mode=mode)
+            history.append(turn_of(prev))
+        discussed = [p.id for p in history[-1].discussed] if history else []
+        ans = answer(turns[-1], retriever=retriever, generator=generator, settings=settings,
+                     history=history, mode=mode)
+        out.append(record(q, ans, discussed))
+        if i % 10 == 0:
+            log(f"  {mode}: {i}/{len(queries)}")
+    return out
+
+
+def record(q: dict, ans, discussed: list[str]) -> dict:
+    """The per-query record (DESIGN.md ``per_query``) plus what the summary needs."""
+    cited = [c.paper.id for c in ans.citations]
+    prose = "\n".join(s.text for s in ans.sentences)
+    return {
+        "qid": q.get("qid", ""), "type": q.get("type", "specific"), "gold": list(q.get("gold") or []),
+        "hits": [h.id for h in ans.hits], "cited": cited, "answer": ans.text,
+        "mode": ans.mode, "kind": ans.kind, "refused": ans.refused,
+        "sentences": [{"text": s.text, "kind": s.kind, "supported": bool(s.supported),
+                       "support": float(s.support)} for s in ans.sentences],
+        "unsupported": [s.text for s in ans.unsupported],
+        "discussed": discussed,
+        "leaks": count_leaks(ans.text + "\n" + "\n".join(s.text for s in ans.unsupported)),
+        "max_repeat_4gram": max_repeat(prose, 4),
+        "first_text_ms": round(float(ans.timings_ms.get("first_token", 0.0)), 1),
+        "total_ms": round(float(ans.timings_ms.get("total", 0.0)), 1),
+        "claims": sum(1 for s in ans.sentences if s.is_claim),
+        "claims_supported": sum(1 for s in ans.sentences if s.is_claim and s.supported),
+    }
+
+
+def summarise(records: list[dict]) -> dict:
+    """Per-type figures of the module docstring over ``records``."""
+    by_type: dict[str, dict] = {}
+    for t in TYPES:
+        rows = [r for r in records if r["type"] == t]
+        if not rows:
+            continue
+        with_gold = [r for r in rows if r["gold"]]
+        in_hits = [r for r in with_gold if set(r["gold"]) <= set(r["hits"])]
+        claims = sum(r["claims"] for r in rows)
+        m = {
+            "n": len(rows),
+            "gold_in_hits": len(in_hits),
+            "gold_cited": _share(set(r["gold"]) <= set(r["cited"]) for r in in_hits),
+            "first_citation_gold": _share(bool(r["cited"]) and r["cited"][0] in r["gold"]
+                                          for r in with_gold),
+            "hit1_gold": _share(bool(r["hits"]) and r["hits"][0] in r["gold"] for r in with_gold),
+            "supported": round(sum(r["claims_supported"] for r in rows) / claims, 4)
+            if claims else 1.0,
+            "leaks": sum(1 for r in rows if r["leaks"]),
+            "max_repeat_4gram": max(r["max_repeat_4gram"] for r in rows),
+            "first_text_ms_p50": round(statistics.median(r["first_text_ms"] for r in rows), 1),
+            "total_ms_p50": round(statistics.median(r["total_ms"] for r in rows), 1),
+            "refused": _share(r["refused"] for r in rows),
+        }
+        if t == "followup":
+            m["discussed_cited"] = _share(set(r["discussed"]) <= set(r["cited"])
+                                          for r in rows if r["discussed"])
+        by_type[t] = m
+    return by_type
+
+
+def _share(values) -> float:
+    values = list(values)
+    return round(sum(1 for v in values if v) / len(values), 4) if values else 0.0
+
+
+def run_answer_eval(path: str | Path, settings, *, baselines: list[str] | None = None,
+                    log: Callable[[str], None] = lambda m: print(m, file=sys.stderr)) -> dict:
+    """Evaluate the answers to the query file at ``path``: ``settings.answer_mode`` (``auto``
+    resolved for the loaded model), then each baseline mode (default: the other two), all on
+    one retriever and one loaded model. Returns the DESIGN.md ``eval --answers`` object.
+
+    Raises:
+        PaperchatError: a malformed query file, a missing index or model; InvalidQuestionError
+            for an unknown baseline mode.
+    """
+    from rag.answer import MODES, resolve_mode
+    from rag.pipeline import Pipeline
+
+    queries = load_queries(path)
+    pipe = Pipeline(settings)
+    retriever, generator = pipe.retriever, pipe.generator
+    mode = resolve_mode(settings.answer_mode, generator, settings)
+    others = [m for m in MODES if m != mode] if baselines is None else \
+        [m for m in baselines if m != mode]
+    for m in others:
+        resolve_mode(m, generator, settings)  # unknown names raise before any work
+    log(f"eval --answers: {len(queries)} queries, mode {mode} (answer_mode="
+        f"{settings.answer_mode}), model {generator.name}; baselines {', '.join(others) or 'none'}")
+    records = run_mode(queries, mode, retriever, generator, settings, log)
+    report = {"n": len(queries), "mode": mode, "model": generator.name,
+              "by_type": summarise(records), "baselines": {}}
+    for m in others:
+        log(f"baseline {m} ...")
+        report["baselines"][m] = {"by_type": summarise(run_mode(queries, m, retriever, generator,
+                                                                settings, log))}
+    report["per_query"] = [{k: r[k] for k in ("qid", "type", "gold", "hits", "cited", "answer",
+                                                "mode", "sentences", "unsupported", "first_text_ms",
+                                                "total_ms")} for r in records]
+    return report
+
+
+#: Columns of the plain-text report: (key, header, format).
+_COLUMNS = [("n", "n", "{:>3}"), ("gold_in_hits", "inhits", "{:>6}"),
+            ("gold_cited", "cited", "{:>6.3f}"), ("first_citation_gold", "first", "{:>6.3f}"),
+            ("hit1_gold", "r@1", "{:>6.3f}"), ("supported", "suppd", "{:>6.3f}"),
+            ("leaks", "leaks", "{:>5}"), ("max_repeat_4gram", "rep4", "{:>4}"),
+            ("first_text_ms_p50", "first_ms", "{:>8.0f}"), ("total_ms_p50", "total_ms", "{:>8.0f}"),
+            ("refused", "refus", "{:>6.3f}")]
+
+
+def format_answer_report(report: dict) -> str:
+    """A plain-text table: one line per mode and query type (the scored mode first)."""
+    head = f"{'mode':12} {'type':13} " + " ".join(
+        h.rjust(len(f.format(0.0 if "f}" in f else 0))) for _, h, f in _COLUMNS)
+    lines = [f"{report['n']} queries; model {report.get('model', '')}; scored mode "
+             f"{report['mode']}", head]
+    systems = [(report["mode"], report["by_type"])] + \
+        [(m, b["by_type"]) for m, b in report.get("baselines", {}).items()]
+    for name, by_type in systems:
+        for t, m in by_type.items():
+            cells = " ".join(f.format(m.get(k, 0)) for k, _, f in _COLUMNS)
+            extra = (f"  discussed_cited {m['discussed_cited']:.3f}"
+                     if "discussed_cited" in m else "")
+            lines.append(f"{name:12} {t:13} {cells}{extra}")
+    return "\n".join(lines)

@@ -1,0 +1,128 @@
+"""Checks on text a model writes: prompt scaffolding and chat-template leaks, and repetition.
+
+A small model echoes its prompt: "Title: ...", "Abstract: \"\"\"...", the system prompt's own
+lines, chat-template tokens such as ``<|im_end|>``, and stray training artefacts ("PLAINFORMAT").
+None of that may reach an answer in any mode. :func:`leak_reason` says whether (and why) a
+sentence is such a leak; :func:`count_leaks` is what ``paperchat eval --answers`` reports.
+
+Repetition: :class:`RepeatGuard` watches a stream of text and trips when a word n-gram
+(default 4 words, ``settings.repeat_ngram``) occurs a third time, so generation can stop there;
+:func:`max_repeat` is the eval figure (the most times any word n-gram occurs in an answer).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from functools import lru_cache
+
+from rag import prompts
+
+#: Chat-template and special tokens of common instruct models (ChatML, Llama 2/3, Gemma,
+#: Mistral, Phi), plus artefacts small models emit.
+TEMPLATE_TOKENS = re.compile(
+    r"<\|[a-z_]+\|>|</?s>|\[/?INST\]|<</?SYS>>|<(?:start|end)_of_turn>|<\|(?:begin|end)_of_text\|>"
+    r"|\bPLAINFORMAT\b|<\|endoftext\|>", re.I)
+
+#: The prompt's own layout, as it was written in earlier prompt versions and as models copy it.
+SCAFFOLDING = re.compile(r'"""|\b(?:Title|Abstract|Question|Papers|Answer|Candidate sentences)\s*:',
+                         re.I)
+
+_WORDS = re.compile(r"[a-z0-9]+")
+
+
+@lru_cache(maxsize=1)
+def _system_lines() -> tuple[frozenset[str], ...]:
+    """Word sets of the system prompts' lines (templates' ``{fields}`` removed)."""
+    lines = []
+    for name in ("system", "system_pick"):
+        try:
+            text = prompts.load(name)
+        except prompts.TemplateError:
+            continue
+        for line in text.splitlines():
+            words = frozenset(_WORDS.findall(re.sub(r"\{[a-z_]+\}", " ", line.lower())))
+            if len(words) >= 4:
+                lines.append(words)
+    return tuple(lines)
+
+
+def leak_reason(sentence: str) -> str | None:
+    """Why ``sentence`` is a leak of the prompt (or None when it is not).
+
+    A leak holds a chat-template token, the prompt's scaffolding (``Title:``, ``Abstract:``,
+    triple quotes), or repeats a system-prompt line: at least 60 % of that line's words (4+ words
+    long) occur in the sentence, and they make up at least half of the sentence's words.
+    """
+    if TEMPLATE_TOKENS.search(sentence):
+        return "chat-template token"
+    if SCAFFOLDING.search(sentence):
+        return "prompt scaffolding"
+    words = set(_WORDS.findall(sentence.lower()))
+    if not words:
+        return None
+    for line in _system_lines():
+        shared = len(line & words)
+        if shared >= 0.6 * len(line) and shared >= 0.5 * len(words):
+            return "system prompt line"
+    return None
+
+
+def count_leaks(text: str) -> int:
+    """Lines of ``text`` that are leaks (:func:`leak_reason`)."""
+    return sum(1 for line in text.splitlines() if line.strip() and leak_reason(line))
+
+
+def ngrams(text: str, n: int) -> Counter:
+    """Counts of the lower-cased word ``n``-grams of ``text`` (citation markers are not words)."""
+    words = _WORDS.findall(re.sub(r"\[\d+\]", " ", text.lower()))
+    return Counter(tuple(words[i:i + n]) for i in range(len(words) - n + 1))
+
+
+def max_repeat(text: str, n: int = 4) -> int:
+    """The most times any word ``n``-gram occurs in ``text`` (0 for fewer than ``n`` words)."""
+    counts = ngrams(text, n)
+    return max(counts.values(), default=0)
+
+
+class RepeatGuard:
+    """Trips when a word ``n``-gram of the streamed text occurs more than ``max_count`` times.
+
+    Feed it each piece with :meth:`feed`; it returns True once tripped. :attr:`safe_length` is
+    the length (chars) of the text before the sentence in which the repetition began, so the
+    caller can cut the answer there.
+    """
+
+    def __init__(self, n: int = 4, max_count: int = 2):
+        self.n, self.max_count = n, max_count
+        self.text = ""
+        self.tripped = False
+        self.safe_length = 0
+
+    def feed(self, piece: str) -> bool:
+        """Add ``piece``; True when the text now repeats an n-gram too often."""
+        self.text += piece
+        if not self.tripped and max_repeat(self.text, self.n) > self.max_count:
+            self.tripped = True
+            ends = [m.end() for m in re.finditer(r"[.!?](?:\s*\[\d+\])*\s", self.text)]
+            first = self._first_excess()
+            self.safe_length = max((e for e in ends if e <= first), default=0)
+        return self.tripped
+
+    def _first_excess(self) -> int:
+        """Char offset where the n-gram that went over ``max_count`` occurred that last time."""
+        seen: Counter = Counter()
+        for m in _ngram_spans(self.text, self.n):
+            gram, start = m
+            seen[gram] += 1
+            if seen[gram] > self.max_count:
+                return start
+        return len(self.text)
+
+
+def _ngram_spans(text: str, n: int):
+    """(n-gram, start offset) pairs of ``text``'s words in order (markers skipped)."""
+    masked = re.sub(r"\[\d+\]", lambda m: " " * len(m.group(0)), text.lower())
+    words = [(m.group(0), m.start()) for m in _WORDS.finditer(masked)]
+    for i in range(len(words) - n + 1):
+        yield tuple(w for w, _ in words[i:i + n]), words[i][1]
