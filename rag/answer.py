@@ -312,7 +312,7 @@ def answer_stream(question: str, *, retriever, generator, settings, k: int | Non
     elif used == "generative":
         model = generator.name
         generated = yield from _generate(standalone, hits, table, generator, settings, embedder)
-        body = [s for s in generated if s.supported]
+        body = compose.without_repeats(extract[:1] + [s for s in generated if s.supported])[1:]
         unsupported = [s for s in generated if not s.supported]
         if not body:
             body = [compose.note("The model wrote nothing the cited abstracts support; what they "

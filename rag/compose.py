@@ -309,15 +309,16 @@ def without_repeats(sentences: list[AnswerSentence], n: int = 4, max_count: int 
                     ) -> list[AnswerSentence]:
     """``sentences`` without the quotes and list lines that would make a word ``n``-gram occur
     more than ``max_count`` times in the answer (an abstract repeating a formula or a phrase);
-    the direct line, notes and headings always stay, and so does a paper's only quote."""
+    the direct line, notes and headings always stay, and so does a paper's only quote. A model's
+    sentence (``claim``) that repeats what the answer already says is dropped."""
     from rag.guards import max_repeat
 
     kept: list[AnswerSentence] = []
     for s in sentences:
-        if s.kind in ("quote", "item"):
+        if s.kind in ("quote", "item", "claim"):
             trial = "\n".join(x.text for x in kept + [s])
-            if max_repeat(trial, n) > max_count and \
-                    any(x.citations == s.citations and x.kind == s.kind for x in kept):
+            if max_repeat(trial, n) > max_count and (s.kind == "claim" or any(
+                    x.citations == s.citations and x.kind == s.kind for x in kept)):
                 continue
         kept.append(s)
     return kept
