@@ -311,7 +311,8 @@ def answer_stream(question: str, *, retriever, generator, settings, k: int | Non
         body = picks or body
     elif used == "generative":
         model = generator.name
-        generated = yield from _generate(standalone, hits, table, generator, settings, embedder)
+        generated = yield from _generate(standalone, hits, table, generator, settings, embedder,
+                                         timings, ms)
         body = compose.without_repeats(extract[:1] + [s for s in generated if s.supported])[1:]
         unsupported = [s for s in generated if not s.supported]
         if not body:
@@ -332,10 +333,12 @@ def answer_stream(question: str, *, retriever, generator, settings, k: int | Non
         about_ids=[hits[n - 1].id for n in about if 1 <= n <= len(hits)]))
 
 
-def _generate(standalone: str, hits: list[Hit], table, generator, settings, embedder):
+def _generate(standalone: str, hits: list[Hit], table, generator, settings, embedder,
+              timings: dict[str, float], clock):
     """Generative mode: stream the model's text (yielding :class:`TokenEvent`), stopped by the
     repetition guard; then drop prompt leaks and ground every sentence. Returns the grounded
-    sentences (kind ``claim``), supported or not."""
+    sentences (kind ``claim``), supported or not. Records ``timings["model_first_token"]`` (ms
+    from the start of the question, ``clock()``) when the model's first piece arrives."""
     from rag.guards import RepeatGuard, leak_reason
 
     if table is not None:
@@ -353,6 +356,7 @@ def _generate(standalone: str, hits: list[Hit], table, generator, settings, embe
     yield TokenEvent("\n\n")
     try:
         for piece in stream:
+            timings.setdefault("model_first_token", clock())
             yield TokenEvent(piece)
             if guard.feed(piece):
                 break

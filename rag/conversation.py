@@ -144,13 +144,15 @@ def split_comparison(question: str) -> list[str] | None:
         if not m:
             continue
         a, b = m.group("a"), m.group("b")
+        if pattern is _COMPARE[-1] and len(a.split()) > 3 * len(b.split()):
+            continue  # "teaching X ... with RL versus plain SFT": one topic, two settings
         # "A, B and C" lists several papers on the first side; "on- and off-policy" (a hyphen
         # before "and") and a first side without a comma ("the paper on X and Y") are one paper
         plural = (m.groupdict().get("v") or "do").lower() in ("do", "are", "did")
         listed = "," in a and plural
         sides = ([s.strip(" ,;") for s in re.split(r",\s*(?:and\s+)?|(?<!-)\s+and\s+", a)]
                  if listed else [a]) + [b]
-        if len(sides) > 2 and not all(len(s.split()) >= 2 for s in sides):
+        if len(sides) > 2 and not all(_side_ok(s) for s in sides):
             sides = [a, b]
         sides = [re.sub(r"^(?:the|a|an)\s+(?:paper|work|method)\s+(?:on|about|that|which)?\s*", "", s,
                         flags=re.I) or s for s in sides]
