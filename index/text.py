@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from functools import lru_cache
+from functools import lru_cache, partial
 
 NORMALISER_VERSION = "2"  # 2: font macros (\\texttt{X} in math) keep their text
 
@@ -19,8 +19,6 @@ _LATEXISH = re.compile(r"[\\$]|\{[^}]*\}")
 _UNESCAPED_PERCENT = re.compile(r"(?<!\\)%")
 _MARKDOWNISH = re.compile(r"[*_`#\[\]]|^\s*[-+>]\s", re.M)
 _WS = re.compile(r"\s+")
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9$\\])")
-_ABBREV = re.compile(r"\b(?:e\.g|i\.e|et al|vs|cf|Fig|Eq|resp|approx|etc)\.$", re.I)
 
 
 #: Font macros whose argument is the text itself. pylatexenc drops unknown macros inside math
@@ -101,21 +99,97 @@ def normalise(text: str) -> str:
     return _WS.sub(" ", text).strip()
 
 
-def split_sentences(text: str) -> list[str]:
-    """Split normalised text into sentences (for evidence and grounding).
+# --- sentences -----------------------------------------------------------------------------------
+#: A list-item marker opening a sentencex piece: "(2) ", "2) ", "(ii) ", "(b) ", "(-) ".
+_LIST_ITEM = re.compile(
+    r"\s*(?:\((?:\d{1,2}|[ivx]{1,4}|[a-zA-Z]|-)\)|(?:\d{1,2}|[ivx]{1,4}|[a-z])\))\s")
+#: A piece that ends a sentence: terminal punctuation, then closing quotes or brackets.
+_ENDS_SENTENCE = re.compile(r"[.!?][\"'”’)\]]*\s*$")
+#: ...unless it is only a numbered-list marker ("2.", "(ii).", "results: 1.")...
+_BARE_MARKER = re.compile(r"(?:^|:)\s*\(?(?:\d{1,2}|[ivxIVX]{1,4})\)?\.\s*$")
+#: ...or ends in an abbreviation sentencex's English list lacks (it knows e.g., i.e., et al., vs.,
+#: cf., Fig., Sec., etc., a.k.a., U.S., i.i.d., Dr., Jan.).
+_ABBREV_END = re.compile(r"\b(?:Eqs?|Figs|Tab|Thm|Alg|Appx|resp|approx|abbr|avg)\.\s*$")
+#: A one-letter token ending a sentence ("in time n. We", "of B. Our"): a variable, not an initial.
+_VARIABLE_END = re.compile(r"(?<![\w.])[^\W\d_]\.\s+(?=[A-Z])")
+_ALNUM = re.compile(r"[^\W_]")
 
-    A rule-based splitter: a sentence ends at ``.``, ``!`` or ``?`` followed by space and an
-    upper-case letter, digit or opening bracket, except after common abbreviations
-    (e.g., i.e., et al., Fig.). Empty pieces are dropped.
-    """
-    pieces = _SENTENCE_END.split(text.strip())
+
+@lru_cache(maxsize=1)
+def _segmenter():
+    """sentencex's English segmenter, imported on first use."""
+    try:
+        from sentencex import segment
+    except ImportError as e:  # pragma: no cover - a project dependency
+        raise ImportError("index.text.split_sentences needs the sentencex package: "
+                          "run `make install` (or `pip install sentencex`)") from e
+    return partial(segment, "en")
+
+
+def _pieces(text: str) -> list[str]:
+    """sentencex pieces of ``text`` (they concatenate back to it exactly), with list items
+    re-split: sentencex ends an item that starts with a marker only at the next marker or at the
+    end of the text, so "(2) B. Next sentence. Another." came back as one piece."""
     out: list[str] = []
-    for piece in pieces:
-        piece = piece.strip()
-        if not piece:
-            continue
-        if out and _ABBREV.search(out[-1]):
-            out[-1] = f"{out[-1]} {piece}"
+    for piece in _segmenter()(text):
+        item = _LIST_ITEM.match(piece)
+        rest = _pieces(piece[item.end():]) if item and item.end() < len(piece) else []
+        if rest:
+            out.append(piece[:item.end()] + rest[0])
+            out.extend(rest[1:])
         else:
             out.append(piece)
     return out
+
+
+def split_sentences(text: str) -> list[str]:
+    """Split normalised text (:func:`normalise`) into sentences, for evidence, grounding and
+    quoting: non-empty stripped sentences, each an exact substring of ``text``, that together
+    hold, in order, every non-whitespace character of ``text``.
+
+    The segmenter is ``sentencex`` (English rules: abbreviations, quotes, URLs, decimals and
+    versions, sentences that start with a lower-case name such as "iFusion", a missing space as in
+    "process.This"), with three fixes for its systematic errors on ML abstracts:
+
+    1. a list item ("(2) ...", "2) ...", "(ii) ...") is re-split: sentencex ran it to the next
+       marker or the end of the text (most of its 343 certain misses, in 190 of the 5,358 ICLR
+       2026 accepted abstracts);
+    2. a piece is joined to the previous one when that one does not end a sentence: sentencex
+       cuts before list markers at ":", ";" and "," ("two challenges: | (1) ...; | (2) ..."), at a
+       bare numbered-list marker ("results: 1. | For ..."), after "Eq." and a few other
+       abbreviations it lacks, and leaves lone closing brackets ("}.");
+    3. a sentence ending in a one-letter variable is split off ("time in n. | We close ..."):
+       sentencex reads "n." as an initial; of 30 of the 78 such places in these abstracts, read
+       by hand, none was one.
+
+    Measured by ``.venv/bin/python bench/sentences.py`` on the hand-checked labelled set
+    ``tests/data/sentence_boundaries.jsonl`` (85 cases, 199 sentences: e.g./i.e./et al./vs.,
+    decimals, versions, normalised LaTeX, enumerations, lower-case starts, questions, closing
+    quotes, URLs, abbreviations, ordinary text): 84/85 cases split exactly (boundary precision
+    0.991, recall 1.000, F1 0.996); the regex splitter this replaced 51/85 (F1 0.811), plain
+    sentencex 74/85 (0.941), pysbd 69/85 (0.916), syntok 64/85 (0.897). The fixes were written
+    after seeing those errors, so 84/85 is in-sample. Out of sample, over all 5,358 abstracts: 4
+    certain missed boundaries and 0 certain false cuts (regex 14 and 6, plain sentencex 343 and
+    286; see the bench's ``missed`` / ``bad cut``), and of 40 random boundaries where this and the
+    regex splitter disagree (``--disagree 40``), judged by hand, this one was right in 26, the
+    regex in 10 (4 unclear). Known misses: a quote or ``<...>`` pair spanning sentences hides the
+    boundaries inside it; "state of the art." or "etc." before a rarer opener ("Importantly");
+    "CryoNet.Refine" is cut. Speed: about 0.1 ms per abstract (mean 0.095 ms, 84,000 sentences/s;
+    pysbd needs 5 ms), plus about 13 ms to import sentencex on the first call.
+    """
+    pieces: list[str] = []
+    for piece in _pieces(text):
+        prev = pieces[-1] if pieces else None
+        if prev is not None and (not _ENDS_SENTENCE.search(prev) or _BARE_MARKER.search(prev)
+                                 or _ABBREV_END.search(prev) or not _ALNUM.search(piece)):
+            pieces[-1] = prev + piece
+        else:
+            pieces.append(piece)
+    out: list[str] = []
+    for piece in pieces:
+        start = 0
+        for m in _VARIABLE_END.finditer(piece):
+            out.append(piece[start:m.end()])
+            start = m.end()
+        out.append(piece[start:])
+    return [s for s in (s.strip() for s in out) if s]
