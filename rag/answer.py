@@ -335,10 +335,14 @@ def answer_stream(question: str, *, retriever, generator, settings, k: int | Non
 
 def _generate(standalone: str, hits: list[Hit], table, generator, settings, embedder,
               timings: dict[str, float], clock):
-    """Generative mode: stream the model's text (yielding :class:`TokenEvent`), stopped by the
-    repetition guard; then drop prompt leaks and ground every sentence. Returns the grounded
-    sentences (kind ``claim``), supported or not. Records ``timings["model_first_token"]`` (ms
-    from the start of the question, ``clock()``) when the model's first piece arrives."""
+    """Generative mode: stream the model's text, stopped by the repetition guard, and show only
+    what is checked: each sentence, once complete, is grounded on its own and yielded as a
+    :class:`TokenEvent` when the cited abstracts support it and it is no prompt leak (unchecked
+    text never reaches the screen). At the end the whole text is grounded once more (context
+    helps a sentence without a marker) and leaks dropped. Returns those sentences (kind
+    ``claim``), supported or not. Records ``timings["model_first_token"]`` (ms from the start of
+    the question, ``clock()``) when the model's first piece arrives."""
+    from rag.grounding import answer_sentences
     from rag.guards import RepeatGuard, leak_reason
 
     if table is not None:
@@ -351,22 +355,40 @@ def _generate(standalone: str, hits: list[Hit], table, generator, settings, embe
         messages, n_used = build_messages(standalone, hits, generator, settings)
         max_tokens = settings.max_answer_tokens
         support_hits = hits[:n_used] if n_used else hits
+    threshold = settings.support_threshold
     guard = RepeatGuard(settings.repeat_ngram)
     stream = generator.stream(messages, max_tokens=max_tokens, temperature=settings.temperature)
-    yield TokenEvent("\n\n")
+    judged, shown = 0, 0
+
+    def checked(sentences: list[str]):
+        nonlocal shown
+        for sentence in sentences:
+            if leak_reason(sentence):
+                continue
+            g = ground(sentence, support_hits, embedder, threshold=threshold)
+            if g.sentences and all(x.supported for x in g.sentences):
+                yield TokenEvent(("\n\n" if not shown else " ") + g.text)
+                shown += 1
+
     try:
         for piece in stream:
             timings.setdefault("model_first_token", clock())
-            yield TokenEvent(piece)
-            if guard.feed(piece):
+            tripped = guard.feed(piece)
+            done = [x for line in answer_sentences(guard.text) for x in line][:-1]
+            yield from checked(done[judged:])
+            judged = max(judged, len(done))
+            if tripped:
                 break
     finally:
         close = getattr(stream, "close", None)
         if close:
             close()
     text = guard.text[:guard.safe_length] if guard.tripped else guard.text
+    if not guard.tripped:
+        rest = [x for line in answer_sentences(text) for x in line][judged:]
+        yield from checked(rest)
     kept = "\n".join(line for line in text.splitlines() if not leak_reason(line))
-    grounded = ground(kept, support_hits, embedder, threshold=settings.support_threshold)
+    grounded = ground(kept, support_hits, embedder, threshold=threshold)
     out = []
     for s in grounded.sentences:
         if leak_reason(s.text):

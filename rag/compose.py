@@ -62,6 +62,10 @@ QUOTE_RELATIVE = 0.8
 #: say what the paper does, not only its motivation. 0.15 is about the gap between a paper's
 #: motivation sentence and its approach sentence on the seed questions.
 APPROACH_BONUS = 0.15
+#: Taken off a background sentence (the abstract's first sentence, or one with the table's
+#: strong Problem cues: "however", "existing", "challenge" ...) that states no contribution, in
+#: the same lookups and descriptions: it says what others do, not why this paper matches.
+BACKGROUND_PENALTY = 0.1
 #: An "also relevant" paper needs a best sentence of at least this relevance, or a best-chunk
 #: cosine (``Hit.dense``) of at least :data:`rag.refusal.MIN_DENSE`.
 MIN_ITEM_RELEVANCE = 0.35
@@ -160,10 +164,12 @@ def quotable(paper) -> list[str]:
 
 
 def candidates(question: str, hits: Sequence[Hit], embedder, numbers: Sequence[int] | None = None,
-               *, approach_bonus: float = 0.0) -> dict[int, list[Candidate]]:
+               *, approach_bonus: float = 0.0, background_penalty: float = 0.0
+               ) -> dict[int, list[Candidate]]:
     """Every quotable sentence of the hits numbered ``numbers`` (default all), scored by
-    :func:`relevance` (plus ``approach_bonus`` for contribution sentences, see
-    :data:`APPROACH_BONUS`), best first per paper. Keys are hit numbers (1-based)."""
+    :func:`relevance` (plus ``approach_bonus`` for contribution sentences, minus
+    ``background_penalty`` for background ones: :data:`APPROACH_BONUS`,
+    :data:`BACKGROUND_PENALTY`), best first per paper. Keys are hit numbers (1-based)."""
     from rag.compare import _CUES
 
     numbers = list(numbers) if numbers is not None else list(range(1, len(hits) + 1))
@@ -172,10 +178,16 @@ def candidates(question: str, hits: Sequence[Hit], embedder, numbers: Sequence[i
     scores = relevance(question, flat, embedder)
     scores = scores - np.array([BOILERPLATE_PENALTY if _BOILERPLATE.search(s) else 0.0
                                 for s in flat], dtype=np.float32)
+    strong = _CUES["Approach"][0][0]
     if approach_bonus:
-        strong = _CUES["Approach"][0][0]
         scores = scores + np.array([approach_bonus if strong.search(s) else 0.0 for s in flat],
                                    dtype=np.float32)
+    if background_penalty:
+        problem = _CUES["Problem"][0][0]
+        first = {sum(len(per[m]) for m in numbers[:i]) for i in range(len(numbers))}
+        scores = scores - np.array([background_penalty if (j in first or problem.search(s))
+                                    and not strong.search(s) else 0.0
+                                    for j, s in enumerate(flat)], dtype=np.float32)
     out: dict[int, list[Candidate]] = {}
     i = 0
     for n in numbers:
@@ -341,8 +353,10 @@ def _compose(kind, question, hits, embedder, *, focus, comparison, min_dense):
         numbers = [n for n in focus if 1 <= n <= len(hits)] or [1]
         cands = candidates(question, hits, embedder, numbers)
         return _followup(question, hits, numbers, cands)
+    pointed = kind in ("lookup", "describe")
     cands = candidates(question, hits, embedder,
-                       approach_bonus=APPROACH_BONUS if kind in ("lookup", "describe") else 0.0)
+                       approach_bonus=APPROACH_BONUS if pointed else 0.0,
+                       background_penalty=BACKGROUND_PENALTY if pointed else 0.0)
     top = hits[0]
     if kind == "count":
         return _count(hits, cands, min_dense)
@@ -466,11 +480,12 @@ def check(sentences: list[AnswerSentence], hits: Sequence[Hit], embedder,
           threshold: float) -> list[AnswerSentence]:
     """Fill ``support`` / ``supported`` of every claim with :func:`rag.grounding.support_matrix`
     (the best support among the papers it cites). A direct line citing several papers is scored
-    per paper title and gets the lowest. Headings, notes and metadata keep support 1.0."""
+    per paper title and gets the lowest. Headings, notes and metadata keep support 1.0; a model's
+    sentences (``claim``) keep the support :func:`rag.grounding.ground` gave them."""
     rows: list[tuple[int, str, list[int]]] = []
     for i, s in enumerate(sentences):
-        if s.kind in ("heading", "note", "metadata") or not s.citations:
-            continue
+        if s.kind in ("heading", "note", "metadata", "claim") or not s.citations:
+            continue  # claims were scored by rag.grounding.ground, in their own context
         if s.kind == "direct" and len(s.citations) > 1:
             for n in s.citations:
                 rows.append((i, title(hits[n - 1]), [n]))

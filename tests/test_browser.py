@@ -283,3 +283,93 @@ def test_xss_corpus_shows_payloads_as_text(watched, home, tmp_path):
         assert watched.external == [] and watched.errors == []
     finally:
         server.stop()
+
+
+# --- evidence-first answers ---------------------------------------------------------------------
+RFTHGS_TITLE = "Refining Hybrid Genetic Search for CVRP"
+VRP_QUESTION = ("Which paper fine-tunes a small language model to write crossover operators for "
+                "vehicle routing?")
+#: Screenshots a person looks at after a run (kept out of tmp_path on purpose).
+ARTIFACTS = ROOT / "tests" / "artifacts"
+#: The last chat message's rendered content (the answer bubble once an answer is there).
+LAST_BUBBLE = "#pc-chat .message-content >> nth=-1"
+
+
+@pytest.fixture(scope="module")
+def seed_server(tmp_path_factory):
+    """One ``paperchat serve`` over the seed index (real models) for the tests below."""
+    home = tmp_path_factory.mktemp("home")
+    server = Server(home).wait()
+    yield server
+    server.stop()
+
+
+def rfthgs_abstract() -> str:
+    import json
+
+    from index.text import normalise
+
+    for line in (ROOT / "data" / "seed_papers.jsonl").open(encoding="utf-8"):
+        if line.strip():
+            rec = json.loads(line)
+            if rec["title"].startswith(RFTHGS_TITLE):
+                return normalise(rec["abstract"])
+    raise AssertionError("the seed list has no RFTHGS paper")
+
+
+def test_answer_quotes_the_abstract_and_links_its_card(watched, seed_server):
+    page = watched.page
+    page.goto(seed_server.url)
+    assert "auto answers: extractive" in page.inner_text("#pc-header")
+    watched.ask(VRP_QUESTION)
+    bubble = page.locator(LAST_BUBBLE)
+    bubble.locator(".pc-mode-line").wait_for(timeout=ANSWER_TIMEOUT)
+    assert "extractive · sentences quoted from the abstracts" in bubble.inner_text()
+
+    quotes = bubble.locator("blockquote.pc-quote .pc-quote-text").all_inner_texts()
+    assert quotes, bubble.inner_html()
+    abstract = rfthgs_abstract()
+    sentences = [q.strip().removeprefix("“").removesuffix("”") for q in quotes]
+    assert any(len(s) > 40 and s in abstract for s in sentences), (sentences, abstract)
+    assert "&lt;" not in bubble.inner_text() and "> “" not in bubble.inner_text()  # no raw MD
+
+    one = bubble.locator("a.pc-cite", has_text="[1]").first
+    assert one.get_attribute("href") == "#card-1"
+    assert page.inner_text("#card-1 .pc-title").startswith(RFTHGS_TITLE)
+    chip = bubble.locator("blockquote.pc-quote a.pc-cite").first
+    assert chip.get_attribute("href") == "#card-1"
+    chip.click()
+    page.wait_for_function("() => location.hash === '#card-1'")
+    assert page.evaluate("document.querySelector(':target').id") == "card-1"
+    page.wait_for_timeout(400)  # the outline's transition
+    shadow = page.evaluate("getComputedStyle(document.getElementById('card-1')).boxShadow")
+    assert shadow not in ("", "none"), shadow
+    assert len(page.context.pages) == 1
+
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.evaluate("location.hash = ''")  # the chat scrolled into view for the picture
+    page.screenshot(path=str(ARTIFACTS / "paperchat-evidence.png"), full_page=True)
+    print(f"\nscreenshot: {ARTIFACTS / 'paperchat-evidence.png'}")
+    assert watched.external == [] and watched.dialogs == [] and watched.errors == []
+
+
+def test_let_the_model_write_it_answers_in_generative_mode(watched, seed_server):
+    page = watched.page
+    page.goto(seed_server.url)
+    watched.ask(VRP_QUESTION)
+    page.locator(LAST_BUBBLE).locator(".pc-mode-line").wait_for(timeout=ANSWER_TIMEOUT)
+    page.click("#pc-model-writes")
+    line = page.locator(LAST_BUBBLE).locator(".pc-mode-line", has_text="generative")
+    line.wait_for(timeout=2 * ANSWER_TIMEOUT)  # the model writes up to max_answer_tokens
+    said = line.inner_text()
+    assert "written by" in said and "checked against the abstracts" in said
+    assert page.locator("#pc-chat .message-content").count() == 2  # replaced, not appended
+    bubble = page.locator(LAST_BUBBLE)
+    details = bubble.locator("details.pc-unsupported-note")
+    if details.count():  # what no abstract supports is set apart, collapsed
+        assert details.get_attribute("open") is None
+        assert details.locator("summary").inner_text().startswith(
+            "Not supported by the cited abstracts")
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "paperchat-generative.png"), full_page=True)
+    assert watched.external == [] and watched.dialogs == [] and watched.errors == []

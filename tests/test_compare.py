@@ -180,7 +180,8 @@ def test_comparison_with_real_models(real_index, real_generator, real_settings):
     assert "Refining Hybrid Genetic Search for CVRP" in titles and "StepORLM" in titles
     assert len(ans.comparison) == 1 + len(ROWS) and all(len(r) == 3 for r in ans.comparison)
     assert all(cell != EMPTY for row in ans.comparison[1:] for cell in row[1:])
-    assert ans.text.startswith("| Aspect |")
+    assert "| Aspect |" in ans.text and ans.text.index("| Aspect |") > 0  # after the direct line
+    assert ans.comparison_ids == [h.id for h in ans.hits[:2]]
     assert all(1 <= c.n <= len(ans.hits) for c in ans.citations)
     from rag.citations import parse
     assert all(1 <= n <= len(ans.hits) for n in parse(ans.text))

@@ -105,9 +105,29 @@ def make_answer(question="What is RFTHGS?", refused=False) -> Answer:
     if refused:
         return Answer(question, question, "I could not find papers.", [], hits, refused=True)
     return Answer(question, question + " (about: X)", "RFTHGS refines HGS [1]. Moon cheese.",
-                  [Citation(1, a, True, 0.8, "We propose RFTHGS.")], hits,
-                  sentences=[AnswerSentence("RFTHGS refines HGS [1].", [1], True, 0.8),
-                             AnswerSentence("Moon cheese.", [], False, 0.1)])
+                  [Citation(1, a, True, 0.8, "We propose RFTHGS.")], hits, mode="generative",
+                  sentences=[AnswerSentence("RFTHGS refines HGS [1].", [1], True, 0.8)],
+                  unsupported=[AnswerSentence("Moon cheese.", [], False, 0.1)])
+
+
+def evidence_answer() -> Answer:
+    """An extractive answer with a sentence of every kind but ``claim``."""
+    ans = make_answer()
+    ans.mode, ans.unsupported = "extractive", []
+    ans.sentences = [
+        AnswerSentence("The closest match is Refining Hybrid Genetic Search for CVRP [1].", [1],
+                       True, 0.9, kind="direct"),
+        AnswerSentence("“We propose RFTHGS.” [1]", [1], True, 0.95, kind="quote",
+                       quote="We propose RFTHGS."),
+        AnswerSentence("“It beats HGS.” [1]", [1], True, 0.9, kind="quote",
+                       quote="It beats HGS."),
+        AnswerSentence("Also relevant:", [], True, 1.0, kind="heading"),
+        AnswerSentence("Training Dynamics [2]: “Quantization.”", [2], True, 0.6, kind="item",
+                       quote="Quantization."),
+        AnswerSentence("[1]: “Caching.”", [1], True, 0.6, kind="item", quote="Caching."),
+        AnswerSentence("The abstracts cannot say how many papers there are.", [], kind="note"),
+    ]
+    return ans
 
 
 def test_cited_and_retrieved_papers():
@@ -133,7 +153,8 @@ def test_conversation_markdown_has_questions_answers_and_references():
     assert "_index `default`, model `SmolLM2`_" in md
     assert "## 1. What is RFTHGS?" in md and "## 2. Nothing?" in md
     assert "_Searching for: What is RFTHGS? (about: X)_" in md
-    assert "RFTHGS refines HGS [1]. *(unsupported)* Moon cheese." in md
+    assert ("RFTHGS refines HGS [1].\n\n_Not supported by the cited abstracts:_\n\n"
+            "- Moon cheese. (support 0.10)\n") in md
     assert ("[1] [Refining Hybrid Genetic Search for CVRP]"
             "(https://openreview.net/forum?id=aITKXFeivk) Jane Doe · ICLR 2026") in md
     assert "**Nearest papers (none answers the question)**" in md
@@ -142,12 +163,36 @@ def test_conversation_markdown_has_questions_answers_and_references():
     assert [e.key for e in parse(bib).entries] == ["doe2026refining"]
 
 
-def test_comparison_table_is_exported():
+def test_answer_markdown_text_by_sentence_kind():
+    assert export.answer_markdown_text(evidence_answer()) == (
+        "The closest match is Refining Hybrid Genetic Search for CVRP [1].\n\n"
+        "> “We propose RFTHGS.” [1]\n\n"
+        "> “It beats HGS.” [1]\n\n"
+        "Also relevant:\n\n"
+        "- Training Dynamics [2]: “Quantization.”\n"
+        "- [1]: “Caching.”\n\n"
+        "The abstracts cannot say how many papers there are.")
+
+
+def test_unsupported_claims_leave_the_body_for_their_own_list():
     ans = make_answer()
-    table = "| | [1] A | [2] B |\n|---|---|---|\n| Approach | x | y |"
-    ans.text, ans.comparison = table + "\n\n" + ans.text, [["", "[1] A", "[2] B"]]
+    ans.sentences.append(AnswerSentence("Flipped [1].", [1], False, 0.3, kind="claim"))
+    ans.sentences.append(AnswerSentence("Also true [1].", [1], True, 0.7, kind="claim"))
+    body, _, rest = export.answer_markdown_text(ans).partition("_Not supported by the cited "
+                                                              "abstracts:_")
+    assert body == "RFTHGS refines HGS [1]. Also true [1].\n\n"
+    assert rest == "\n\n- Moon cheese. (support 0.10)\n- Flipped [1]. (support 0.30)"
+
+
+def test_comparison_table_is_exported_from_its_rows():
+    ans = evidence_answer()
+    ans.text = "| stale | table |"  # the text is not parsed: the rows are the table
+    ans.comparison = [["Aspect", "[1] A", "[2] B"], ["Approach", "x | z", "y"]]
     md = export.conversation_markdown([ans])
-    assert table + "\n\nRFTHGS refines HGS [1]. *(unsupported)* Moon cheese." in md
+    table = "| Aspect | [1] A | [2] B |\n|---|---|---|\n| Approach | x \\| z | y |"
+    assert ("The closest match is Refining Hybrid Genetic Search for CVRP [1].\n\n" + table +
+            "\n\n> “We propose RFTHGS.” [1]") in md
+    assert "stale" not in md
 
 
 def test_markdown_link_text_escapes_brackets():

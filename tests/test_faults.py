@@ -205,7 +205,7 @@ def test_answer_keeps_the_sources_when_the_llm_breaks_off(fake_index, fake_llm):
     assert isinstance(events[0], HitsEvent) and events[0].hits[0].id == CVRP
     texts = [e.text for e in events[1:]]
     assert texts[0].startswith("The closest match is")  # the direct line, before the model
-    assert texts[-2:] == ["Hello ", "world"]
+    assert not any("Hello" in t for t in texts)  # unchecked model text is never shown
 
 
 def test_ui_shows_the_error_and_keeps_the_sources_then_serves_again(fake_index, fake_embedder,

@@ -62,8 +62,13 @@ def test_ask_json_cvrp_question(real_home):
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     out = json.loads(proc.stdout)
-    assert set(out) == {"question", "standalone_question", "answer", "refused", "citations",
-                        "hits", "timings_ms"}
+    assert {"question", "standalone_question", "answer", "refused", "citations", "hits",
+            "timings_ms", "mode", "sentences", "comparison", "filters_applied"} <= set(out)
+    assert out["mode"] == "extractive" and out["comparison"] is None  # auto, 135M model
+    assert out["filters_applied"] == []
+    for s in out["sentences"]:
+        assert set(s) >= {"text", "citations", "supported", "support"}
+        assert s["supported"] is True and all(1 <= n <= len(out["hits"]) for n in s["citations"])
     assert out["hits"][0]["id"] == "aITKXFeivk"
     assert out["refused"] is False
     retrieved = {h["id"] for h in out["hits"]}

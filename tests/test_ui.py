@@ -59,35 +59,122 @@ def test_card_url_cannot_break_out_of_its_attribute():
     assert 'onmouseover="' not in out and "&quot; onmouseover=&quot;" in out
 
 
-def test_answer_links_markers_and_mutes_unsupported_sentences():
+def evidence_answer(**kw) -> Answer:
+    """An extractive answer with a sentence of every kind but ``claim``."""
     hits = [Hit(paper("a", "First"), 0.3), Hit(paper("b", "Second <x>"), 0.2)]
-    ans = Answer("q", "q", "Good claim [1]. Weak claim [2].",
-                 [Citation(1, hits[0].paper, True, 0.8, "ev a"),
-                  Citation(2, hits[1].paper, False, 0.2, "ev b")], hits,
-                 sentences=[AnswerSentence("Good claim [1].", [1], True, 0.8),
-                            AnswerSentence("Weak <i>claim</i> [2].", [2], False, 0.2)])
+    q1 = "We propose <b>X</b> for [9] *routing*."
+    sentences = [
+        AnswerSentence("The closest match is First [1].", [1], True, 0.9, kind="direct"),
+        AnswerSentence(f"“{q1}” [1]", [1], True, 0.95, kind="quote", quote=q1),
+        AnswerSentence("Also relevant:", [], True, 1.0, kind="heading"),
+        AnswerSentence("Second <x> [2]: “It <i>also</i> routes.”", [2], True, 0.7, kind="item",
+                       quote="It <i>also</i> routes."),
+        AnswerSentence("The abstracts cannot say how many <papers> there are.", [], True, 1.0,
+                       kind="note"),
+    ]
+    return Answer("q", "q", "text", [Citation(1, hits[0].paper, True, 0.9, q1)], hits,
+                  sentences=sentences, **kw)
+
+
+def test_answer_renders_sentences_by_kind():
+    out = render.answer_markdown(evidence_answer())
+    direct, rest = out.split("\n\n", 1)
+    assert direct == ('The closest match is First '
+                      '<a class="pc-cite" href="#card-1" title="First">[1]</a>.')
+    # a quote: a blockquote, its text escaped exactly (no Markdown, no markup), a chip to card 1
+    assert ('<blockquote class="pc-quote"><span class="pc-quote-text">'
+            '“We propose &lt;b&gt;X&lt;/b&gt; for [9] *routing*.”</span> '
+            '<a class="pc-cite" href="#card-1" title="First">[1]</a></blockquote>') in rest
+    assert '<p class="pc-heading">Also relevant:</p>' in rest
+    assert ('<ul class="pc-items"><li><span class="pc-item-title">Second &lt;x&gt; '
+            '<a class="pc-cite" href="#card-2" title="Second &lt;x&gt;">[2]</a></span>: '
+            '<q class="pc-item-quote">It &lt;i&gt;also&lt;/i&gt; routes.</q></li></ul>') in rest
+    assert ('<p class="pc-note-line">The abstracts cannot say how many &lt;papers&gt; there '
+            'are.</p>') in rest
+    assert "<b>X" not in out and "<i>also" not in out and "<papers>" not in out
+    assert "pc-unsupported-note" not in out  # nothing the model wrote was left out
+    assert out.endswith('<div class="pc-mode-line">extractive · sentences quoted from the '
+                        'abstracts</div>')
+    # HTML blocks must not hold a blank line (Markdown would end the block there)
+    assert all("\n" not in block for block in out.split("\n\n"))
+
+
+def test_consecutive_items_make_one_list_and_claims_one_paragraph():
+    ans = evidence_answer(mode="generative", model="SmolLM2 <135M>")
+    item = ans.sentences[3]
+    ans.sentences[4:4] = [AnswerSentence("[1]: “Again.”", [1], True, 0.8, kind="item",
+                                         quote="Again.")]
+    ans.sentences += [AnswerSentence("It routes [1].", [1], True, 0.7, kind="claim"),
+                      AnswerSentence("It is fast [2].", [2], True, 0.6, kind="claim")]
     out = render.answer_markdown(ans)
-    assert '<a class="pc-cite" href="#card-1" title="First">[1]</a>' in out
-    assert 'href="#card-2" title="Second &lt;x&gt;"' in out
-    assert out.count('class="pc-unsupported"') == 1 and "support 0.20 &lt; 0.50" in out
-    assert "&lt;i&gt;claim&lt;/i&gt;" in out  # model text is shown, never interpreted
+    assert out.count("<ul") == 1 and out.count("<li>") == 2 and item.quote not in out
+    assert ('It routes <a class="pc-cite" href="#card-1" title="First">[1]</a>. It is fast '
+            '<a class="pc-cite" href="#card-2"') in out
+    assert ('<div class="pc-mode-line">generative · written by <b>SmolLM2 &lt;135M&gt;</b>, '
+            'checked against the abstracts</div>') in out
 
 
-def test_comparison_answer_keeps_its_table():
+def test_unsupported_sentences_are_never_in_the_body_but_in_a_collapsed_note():
+    hits = [Hit(paper("a", "First"), 0.3), Hit(paper("b", "Second <x>"), 0.2)]
+    ans = Answer("q", "q", "Good claim [1].", [Citation(1, hits[0].paper, True, 0.8, "ev a")],
+                 hits, mode="generative", model="m",
+                 sentences=[AnswerSentence("The closest match is First [1].", [1], True, 0.9,
+                                           kind="direct"),
+                            AnswerSentence("Good claim [1].", [1], True, 0.8, kind="claim"),
+                            AnswerSentence("Flipped <u>claim</u> [2].", [2], False, 0.4,
+                                           kind="claim")],
+                 unsupported=[AnswerSentence("Weak <i>claim</i> [2].", [2], False, 0.2,
+                                             kind="claim")])
+    out = render.answer_markdown(ans)
+    body, details = out.split('<details class="pc-unsupported-note">')
+    assert "Weak" not in body and "Flipped" not in body and "Good claim" in body
+    assert details.startswith("<summary>Not supported by the cited abstracts (2)</summary>")
+    assert "Weak &lt;i&gt;claim&lt;/i&gt; " in details and "<i>" not in details
+    assert "Flipped &lt;u&gt;claim&lt;/u&gt;" in details
+    assert "support 0.20" in details and "support 0.20 &lt; 0.50" in details  # shown + tooltip
+    assert 'href="#card-2" title="Second &lt;x&gt;"' in details
+    assert details.index("</details>") < details.index('class="pc-mode-line"')
+
+
+def test_comparison_table_comes_from_the_rows_right_after_the_direct_line():
     hits = [Hit(paper("a", "First"), 0.3), Hit(paper("b", "Second"), 0.2)]
-    table = "| | [1] First | [2] Second |\n|---|---|---|\n| Approach | a <b> | b |"
-    ans = Answer("compare a and b", "compare a and b", table + "\n\nThey differ [1].", [], hits,
-                 sentences=[AnswerSentence("They differ [1].", [1], True, 0.9)],
-                 comparison=[["", "[1] First", "[2] Second"], ["Approach", "a <b>", "b"]])
+    rows = [["Aspect", "First [1]", "Second [2]"], ["Approach", "a <b> | c", "b"]]
+    ans = Answer("compare a and b", "compare a and b", "no table in this text", [], hits,
+                 comparison=rows, comparison_ids=["a", "b"],
+                 sentences=[AnswerSentence("First [1] and Second [2], side by side:", [1, 2],
+                                           True, 0.9, kind="direct"),
+                            AnswerSentence("[1]: “Distinct.”", [1], True, 0.9, kind="item",
+                                           quote="Distinct.")])
     out = render.answer_markdown(ans)
-    assert out.startswith("| | <a class=\"pc-cite\" href=\"#card-1\"")
-    assert "| Approach | a &lt;b&gt; | b |\n\nThey differ" in out
+    direct, table, items, mode = out.split("\n\n")
+    assert direct.startswith("First <a class=\"pc-cite\" href=\"#card-1\"")
+    assert table.startswith('| Aspect | First <a class="pc-cite" href="#card-1"')
+    assert "| Approach | a &lt;b&gt; \\| c | b |" in table
+    assert items.startswith('<ul class="pc-items">') and "pc-mode-line" in mode
+    assert "no table in this text" not in out
+
+
+def test_answer_without_sentences_shows_its_text():
+    hits = [Hit(paper(), 0.3)]
+    out = render.answer_markdown(Answer("q", "q", "Plain <b>text</b> [1].", [], hits))
+    assert out.startswith('Plain &lt;b&gt;text&lt;/b&gt; <a class="pc-cite" href="#card-1"')
 
 
 def test_streaming_links_only_markers_that_point_at_hits():
     hits = [Hit(paper(), 0.3)]
     out = render.streaming_markdown("See [1] and [7] and [1, 2].", hits)
     assert out.count('href="#card-1"') == 2 and "[7]" in out and "#card-7" not in out
+
+
+def test_streaming_shows_quotes_as_markdown_and_keeps_the_cursor_off_a_table_row():
+    hits = [Hit(paper(), 0.3)]
+    out = render.streaming_markdown("Direct [1].\n\n> “<b>q</b>” [1]\n\n- x", hits)
+    assert "\n\n> “&lt;b&gt;q&lt;/b&gt;” <a class=\"pc-cite\"" in out
+    assert out.endswith("- x" + render.CURSOR)
+    table = render.streaming_markdown("Side by side [1]:\n\n| a | b |\n|---|---|\n| c | d |",
+                                      hits)
+    assert table.endswith("| c | d |\n\n" + render.CURSOR)
+    assert render.stopped_markdown(table).endswith("(stopped; not checked, not remembered)</span>")
 
 
 def test_refusal_says_so_and_lists_the_nearest_papers():
@@ -229,7 +316,25 @@ def test_ask_endpoint_returns_the_cli_json(served):
     out = client(url).predict("crossover operators for CVRP hybrid genetic search",
                               "accepted", "optimization", api_name="/ask")
     assert out["hits"][0]["id"] == CVRP and out["citations"][0]["id"] == CVRP
-    assert out["answer"].startswith("It refines") and "[1] [Refining Hybrid" in out["markdown"]
+    assert out["mode"] == "generative" and out["model"] == "scripted"  # auto: size unknown
+    assert out["answer"].startswith("The closest match is Refining Hybrid")
+    assert "It refines hybrid genetic search [1]." in out["answer"]
+    assert out["filters_applied"] == ["status=accepted", "primary_area=optimization"]
+    assert "[1] [Refining Hybrid" in out["markdown"]
+
+
+def test_ask_endpoint_takes_an_answer_mode(served):
+    url, generator, _ = served
+    c = client(url)
+    out = c.predict("crossover operators for CVRP hybrid genetic search", "any", "any",
+                    "extractive", api_name="/ask")
+    assert out["mode"] == "extractive" and out["model"] == "" and generator.history == []
+    kinds = [s["kind"] for s in out["sentences"]]
+    assert kinds[0] == "direct" and "quote" in kinds and out["filters_applied"] == []
+    assert "\n\n> “" in out["markdown"]
+    with pytest.raises(gradio_client.exceptions.AppError, match="unknown answer mode"):
+        c.predict("hybrid genetic search", "any", "any", "<b>poetic</b>", api_name="/ask")
+    assert generator.history == []
 
 
 def test_sessions_keep_separate_histories(served):
@@ -283,6 +388,32 @@ def test_regenerate_and_clear(served):
     assert len(chat) == 2 and "Second try" in text(chat[1])
     chat, *_ = c.predict(api_name="/clear")
     assert chat == []
+
+
+def test_chat_mode_and_let_the_model_write_it(served):
+    url, generator, _ = served
+    c = client(url)
+    c.predict("any", "any", api_name="/model_writes")  # nothing yet: a warning, no crash
+    chat, *_ = c.predict("crossover operators for CVRP hybrid genetic search", "any", "any",
+                         "extractive", api_name="/chat")
+    assert generator.history == [] and "<blockquote class=\"pc-quote\">" in text(chat[1])
+    assert "extractive · sentences quoted from the abstracts" in text(chat[1])
+    generator.enqueue("RFTHGS fine-tunes a compact LLM to generate crossover operators [1].")
+    chat, *_ = c.predict("any", "any", api_name="/model_writes")
+    assert len(chat) == 2 and len(generator.history) == 1  # the answer was replaced
+    assert "generative · written by <b>scripted</b>" in text(chat[1])
+
+
+def test_turn_for_puts_the_papers_the_answer_is_about_first():
+    hits = [Hit(paper(i, i.upper()), 1 - n / 10) for n, i in enumerate("abcd")]
+    ans = Answer("q", "q", "t", [Citation(1, hits[0].paper), Citation(4, hits[3].paper),
+                                 Citation(3, hits[2].paper)], hits, about_ids=["c", "a"])
+    turn = ui_app.turn_for(ans)
+    assert [p.id for p in turn.papers] == ["c", "a", "d"] and turn.focus == 2
+    assert [p.id for p in turn.discussed] == ["c", "a"]
+    plain = ui_app.turn_for(Answer("q", "q", "t", [], hits))
+    assert [p.id for p in plain.papers] == list("abcd") and plain.focus == 1
+    assert ui_app.turn_for(Answer("q", "q", "t", [], hits, refused=True)).papers == []
 
 
 def test_filters_restrict_the_sources(served):

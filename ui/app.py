@@ -11,9 +11,11 @@ that follow-ups are resolved against, and the session's answers (for export). Ge
 serialised (one event at a time in the ``generate`` concurrency group) because the in-process
 model is.
 
-Endpoints for ``gradio_client``: ``/chat`` (the UI's own, stateful per client session: returns
-the chat messages, the sources HTML, the BibTeX ...), and ``/ask`` (stateless: question, status,
-primary area -> the ``paperchat ask --json`` object plus ``markdown``).
+Endpoints for ``gradio_client``: ``/chat`` (the UI's own, stateful per client session: question,
+status, primary area, answer mode -> the chat messages, the sources HTML, the BibTeX ...),
+``/regenerate`` and ``/model_writes`` (the last question again, in the chosen mode or in
+``generative`` mode), and ``/ask`` (stateless: question, status, primary area, answer mode ->
+the ``paperchat ask --json`` object plus ``markdown``).
 """
 
 from __future__ import annotations
@@ -47,6 +49,8 @@ MAX_ANSWERS = 50
 #: Seconds between streamed chat updates (tokens arriving faster are batched).
 STREAM_EVERY = 0.05
 LOOPBACK_NAMES = {"localhost", "localhost.localdomain", "ip6-localhost"}
+#: Answer modes the UI and ``/ask`` take (:data:`rag.answer.MODES` plus ``auto``).
+ANSWER_MODES = ("auto", "extractive", "constrained", "generative")
 
 
 class UIConfigError(PaperchatError):
@@ -129,13 +133,26 @@ def is_loopback(host: str) -> bool:
 
 
 def turn_for(answer):
-    """The :class:`Turn` an answer leaves for follow-ups: its cited papers, else its hits (none
-    for a refusal: no paper is under discussion)."""
+    """The :class:`Turn` an answer leaves for follow-ups: the papers it is about
+    (:attr:`Answer.about_ids`, in that order) then its other cited papers, else its hits (none
+    for a refusal: no paper is under discussion). ``focus`` is the number of papers it is
+    about (at least 1)."""
     from rag.conversation import Turn
 
-    papers = [] if answer.refused else ([c.paper for c in answer.citations] or
-                                        [h.paper for h in answer.hits])
-    return Turn(answer.question, answer.standalone_question, papers)
+    if answer.refused:
+        return Turn(answer.question, answer.standalone_question, [])
+    by_id = {h.id: h.paper for h in answer.hits}
+    about = [by_id[i] for i in dict.fromkeys(answer.about_ids) if i in by_id]
+    ids = {p.id for p in about}
+    cited = [c.paper for c in answer.citations if c.paper.id not in ids]
+    papers = (about + cited) or [h.paper for h in answer.hits]
+    return Turn(answer.question, answer.standalone_question, papers,
+                focus=len(about) or 1)
+
+
+def mode_choices(auto_mode: str) -> list[tuple[str, str]]:
+    """Answer-mode dropdown choices (label, value); ``auto`` says what it picks for this model."""
+    return [(f"auto ({auto_mode})", "auto")] + [(m, m) for m in ANSWER_MODES[1:]]
 
 
 def chat_messages(answers, threshold: float) -> list[dict]:
@@ -188,16 +205,21 @@ class ChatApp:
         return {k: str(v) for k, v in paths.items()} | {"cited_text": cited}
 
     # -- answering -----------------------------------------------------------------------------
-    def stream(self, question, status, area, turns, answers, session=None
+    def stream(self, question, status, area, turns, answers, session=None, mode=None
                ) -> Iterator[dict[str, object]]:
         """Answer one question, yielding partial UI states as plain dicts:
         ``chat`` (messages), ``sources`` (HTML), and at the end ``turns``, ``answers`` and
-        ``exports`` (paths). Raises ``gr.Error`` for bad input, before any retrieval."""
+        ``exports`` (paths). ``mode``: an answer mode (:data:`ANSWER_MODES`; default None:
+        ``settings.answer_mode``). Raises ``gr.Error`` for bad input, before any retrieval."""
         from rag.answer import DoneEvent, HitsEvent, TokenEvent, answer_stream, check_question
+        from rag.errors import InvalidQuestionError
 
         try:
             question = check_question(question, self.settings.max_question_chars)
             filters = filters_for(status, area)
+            if mode is not None and mode not in ANSWER_MODES:
+                raise InvalidQuestionError(f"unknown answer mode {str(mode)[:40]!r}; use one of "
+                                           + ", ".join(ANSWER_MODES))
         except PaperchatError as exc:
             raise _gr_error(exc, "Cannot ask that") from None
         turns, answers = list(turns or []), list(answers or [])
@@ -206,7 +228,8 @@ class ChatApp:
         yield {"chat": past + [user, {"role": "assistant", "content": "_Searching the papers…_"}]}
 
         events = answer_stream(question, retriever=self.retriever, generator=self.generator,
-                               settings=self.settings, filters=filters, history=turns)
+                               settings=self.settings, filters=filters, history=turns,
+                               mode=mode or None)
         hits, standalone, text, final, last = [], question, "", None, 0.0
         try:
             for ev in events:
@@ -243,16 +266,18 @@ class ChatApp:
                "turns": turns, "answers": answers, "final": final,
                "exports": self.write_exports(answers, session)}
 
-    def ask(self, question: str, status: str = ANY, area: str = ANY) -> dict:
-        """Stateless: the ``paperchat ask --json`` object for one question, plus ``markdown``
-        (the answer and its references, as the conversation export writes them)."""
+    def ask(self, question: str, status: str = ANY, area: str = ANY,
+            answer_mode: str = "auto") -> dict:
+        """Stateless: the ``paperchat ask --json`` object for one question (``filters_applied``
+        included), plus ``markdown`` (the answer and its references, as the conversation export
+        writes them)."""
         from rag.cli import answer_json
         from rag.export import conversation_markdown
 
         final = None
-        for part in self.stream(question, status, area, [], []):
+        for part in self.stream(question, status, area, [], [], mode=answer_mode or "auto"):
             final = part.get("final", final)
-        out = answer_json(final)
+        out = answer_json(final, filters_for(status, area))
         out["markdown"] = conversation_markdown([final])
         return out
 
@@ -273,7 +298,10 @@ def build_app(pipeline) -> gr.Blocks:
         answers = gr.State([])
         last_question = gr.State("")
 
-        gr.HTML(render.header_html(retriever.name, len(retriever), generator.name),
+        from rag.answer import resolve_mode
+
+        auto_mode = resolve_mode("auto", generator, settings)
+        gr.HTML(render.header_html(retriever.name, len(retriever), generator.name, auto_mode),
                 elem_id="pc-header")
         with gr.Row(equal_height=False):
             with gr.Column(scale=3, min_width=420):
@@ -292,9 +320,12 @@ def build_app(pipeline) -> gr.Blocks:
                                      elem_id="pc-send")
                 with gr.Row(equal_height=True, elem_id="pc-controls"):
                     status = gr.Dropdown(STATUS_CHOICES, value=ANY, label="Status",
-                                         elem_id="pc-status", scale=2, min_width=130)
+                                         elem_id="pc-status", scale=2, min_width=120)
                     area = gr.Dropdown(area_choices(retriever), value=ANY, label="Primary area",
                                        elem_id="pc-area", scale=3, min_width=160)
+                    mode = gr.Dropdown(mode_choices(auto_mode), value=settings.answer_mode,
+                                       label="Answer mode", elem_id="pc-mode", scale=3,
+                                       min_width=170)
                     with gr.Column(scale=2, min_width=150, elem_id="pc-actions"):
                         stop = gr.Button("■ Stop", size="sm", elem_id="pc-stop")
                         with gr.Row():
@@ -302,6 +333,8 @@ def build_app(pipeline) -> gr.Blocks:
                                               min_width=60)
                             clear = gr.Button("Clear", size="sm", elem_id="pc-clear",
                                               min_width=60)
+                        model_writes = gr.Button("Let the model write it", size="sm",
+                                                 elem_id="pc-model-writes")
                 with gr.Accordion("Export: BibTeX and Markdown", open=False, elem_id="pc-export"):
                     with gr.Row():
                         dl_cited = gr.DownloadButton("Download .bib (cited)", interactive=False,
@@ -334,27 +367,34 @@ def build_app(pipeline) -> gr.Blocks:
                             dl_md: gr.DownloadButton(value=ex["md"], interactive=True)})
             return upd
 
-        def chat(q, st, ar, tr, an, request: gr.Request):
+        def chat(q, st, ar, md, tr, an, request: gr.Request):
             session = getattr(request, "session_hash", None)
             first = True
-            for part in app.stream(q, st, ar, tr, an, session):
+            for part in app.stream(q, st, ar, tr, an, session, mode=md):
                 upd = to_updates(part, first=first)
                 if first:
                     upd[last_question] = q
                 first = False
                 yield upd
 
-        def regenerate(st, ar, tr, an, lq, request: gr.Request):
+        def redo(st, ar, md, tr, an, lq, request, what: str):
+            """Answer the last question again (in mode ``md``), replacing its answer."""
             tr, an = list(tr or []), list(an or [])
             q = lq or (an[-1].question if an else "")
             if not q:
-                gr.Warning("Nothing to regenerate yet: ask a question first.")
+                gr.Warning(f"Nothing to {what} yet: ask a question first.")
                 return
             if an and an[-1].question == q:
                 an, tr = an[:-1], tr[:-1]
             session = getattr(request, "session_hash", None)
-            for part in app.stream(q, st, ar, tr, an, session):
+            for part in app.stream(q, st, ar, tr, an, session, mode=md):
                 yield to_updates(part)
+
+        def regenerate(st, ar, md, tr, an, lq, request: gr.Request):
+            yield from redo(st, ar, md, tr, an, lq, request, "regenerate")
+
+        def let_model_write(st, ar, tr, an, lq, request: gr.Request):
+            yield from redo(st, ar, "generative", tr, an, lq, request, "rewrite")
 
         def stopped(messages):
             """Mark a stopped answer as such (it stays on screen, but out of the memory)."""
@@ -378,22 +418,27 @@ def build_app(pipeline) -> gr.Blocks:
 
         common = dict(outputs=outputs, concurrency_limit=1, concurrency_id="generate",
                       show_progress="minimal")
-        ev_submit = question.submit(chat, [question, status, area, turns, answers],
+        ev_submit = question.submit(chat, [question, status, area, mode, turns, answers],
                                     api_name="chat", **common)
-        ev_send = send.click(chat, [question, status, area, turns, answers],
+        ev_send = send.click(chat, [question, status, area, mode, turns, answers],
                              api_visibility="private", **common)
-        ev_regen = regen.click(regenerate, [status, area, turns, answers, last_question],
+        ev_regen = regen.click(regenerate, [status, area, mode, turns, answers, last_question],
                                api_name="regenerate", **common)
-        stop.click(stopped, chatbot, chatbot, cancels=[ev_submit, ev_send, ev_regen],
-                   queue=False, api_visibility="private")
-        clear.click(reset, None, outputs, queue=False, api_name="clear",
-                    cancels=[ev_submit, ev_send, ev_regen])
+        ev_write = model_writes.click(let_model_write,
+                                      [status, area, turns, answers, last_question],
+                                      api_name="model_writes", **common)
+        running = [ev_submit, ev_send, ev_regen, ev_write]
+        stop.click(stopped, chatbot, chatbot, cancels=running, queue=False,
+                   api_visibility="private")
+        clear.click(reset, None, outputs, queue=False, api_name="clear", cancels=running)
 
-        def ask(question: str, status: str = ANY, area: str = ANY) -> dict:
+        def ask(question: str, status: str = ANY, area: str = ANY,
+                answer_mode: str = "auto") -> dict:
             """Answer one question (no conversation memory). status: any, accepted, oral,
-            spotlight or poster; area: a primary area or any. Returns the `paperchat ask --json`
-            object plus `markdown`."""
-            return app.ask(question, status, area)
+            spotlight or poster; area: a primary area or any; answer_mode: auto, extractive,
+            constrained or generative. Returns the `paperchat ask --json` object plus
+            `markdown`."""
+            return app.ask(question, status, area, answer_mode)
 
         gr.api(ask, api_name="ask", concurrency_limit=1, concurrency_id="generate")
     return demo

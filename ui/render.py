@@ -17,16 +17,13 @@ from typing import Sequence
 from urllib.parse import quote, urlsplit
 
 from rag import citations as cit
-from rag.types import Answer, Citation, Hit, Paper
+from rag.types import Answer, AnswerSentence, Citation, Hit, Paper
 
 #: Math the chatbot renders with KaTeX: ``$$...$$`` (display) and ``$...$`` (inline).
 LATEX_DELIMITERS = [
     {"left": "$$", "right": "$$", "display": True},
     {"left": "$", "right": "$", "display": False},
 ]
-
-UNSUPPORTED_TITLE = ("Not supported by the cited abstract{s}: the checker found no sentence "
-                     "there that backs this claim (support {support:.2f} < {threshold:.2f}).")
 
 
 def esc(text) -> str:
@@ -158,10 +155,20 @@ def _text(text: str) -> str:
 
 def streaming_markdown(text: str, hits: Sequence[Hit], standalone: str = "",
                        question: str = "") -> str:
-    """The answer while it streams (not yet checked): markers linked, a cursor at the end."""
-    body = link_markers(_text(cit.normalise_markers(text)), hits) if text else \
-        f"_Found {len(hits)} papers; writing the answer…_"
-    return _searching(standalone, question) + body + (CURSOR if text else "")
+    """The answer while it streams (not yet checked): Markdown (the first piece is the direct
+    line and a comparison's table; ``> `` lines are quotes), markers linked, a cursor at the end
+    (on its own line after a table row, where it would be dropped as an extra cell)."""
+    if not text:
+        return (_searching(standalone, question) +
+                f"_Found {len(hits)} papers; writing the answer…_")
+    body = link_markers(_text(cit.normalise_markers(text)), hits)
+    body = _QUOTE_LINE.sub("> ", body)  # escaping made the quotes' ">" text; they are Markdown
+    if body.rstrip().endswith("|"):
+        body = body.rstrip() + "\n\n"
+    return _searching(standalone, question) + body + CURSOR
+
+
+_QUOTE_LINE = re.compile(r"(?m)^&gt; ")
 
 
 #: Ends an answer that is still streaming.
@@ -174,40 +181,142 @@ def stopped_markdown(streaming: str) -> str:
             ' <span class="pc-stopped">(stopped; not checked, not remembered)</span>')
 
 
+#: The line under an answer naming how it was made, per :attr:`Answer.mode` (``{model}`` is
+#: the model's name, escaped).
+MODE_LINES = {
+    "extractive": "extractive · sentences quoted from the abstracts",
+    "constrained": "constrained · the model picked the quotes",
+    "generative": "generative · written by {model}, checked against the abstracts",
+}
+#: Title of the collapsed list of sentences a model wrote that no cited abstract supports.
+UNSUPPORTED_SUMMARY = "Not supported by the cited abstracts ({n})"
+
+
+def _flat(text: str) -> str:
+    """Whitespace collapsed: text put in a one-line HTML block (a blank line would end it)."""
+    return " ".join(str(text or "").split())
+
+
+def _chips(numbers: Sequence[int], hits: Sequence[Hit]) -> str:
+    """``[n]`` link chips for hit numbers (numbers that point at no hit stay plain text)."""
+    return " ".join(link_markers(f"[{n}]", hits) for n in numbers)
+
+
+def _quote_html(s: AnswerSentence, hits: Sequence[Hit]) -> str:
+    """A quoted abstract sentence: an HTML ``blockquote`` (Markdown is not applied inside it, so
+    the sentence shows exactly as the abstract has it), escaped, then its marker chips."""
+    if not s.quote:  # a quote sentence without its quote: show its text as is
+        return (f'<blockquote class="pc-quote">{link_markers(_text(_flat(s.text)), hits)}'
+                f'</blockquote>')
+    return (f'<blockquote class="pc-quote"><span class="pc-quote-text">“{esc(_flat(s.quote))}”'
+            f'</span> {_chips(s.citations, hits)}</blockquote>')
+
+
+def _item_html(s: AnswerSentence, hits: Sequence[Hit]) -> str:
+    """A list line: the paper's title and chip, then its quoted sentence (when it has one)."""
+    text = _flat(s.text)
+    quoted = f": “{_flat(s.quote)}”"
+    if s.quote and text.endswith(quoted):
+        head = text[:-len(quoted)]
+        return (f'<li><span class="pc-item-title">{link_markers(_text(head), hits)}</span>: '
+                f'<q class="pc-item-quote">{esc(_flat(s.quote))}</q></li>')
+    return f'<li><span class="pc-item-title">{link_markers(_text(text), hits)}</span></li>'
+
+
+def unsupported_sentences(answer: Answer) -> list[AnswerSentence]:
+    """What a model wrote that the cited abstracts do not support: :attr:`Answer.unsupported`
+    and any written sentence (``claim``) of the body the final check did not support."""
+    return list(answer.unsupported) + [s for s in answer.sentences
+                                       if s.kind == "claim" and not s.supported]
+
+
+def _unsupported_html(sentences: Sequence[AnswerSentence], hits: Sequence[Hit],
+                      threshold: float) -> str:
+    items = []
+    for s in sentences:
+        tip = (f"support {s.support:.2f} < {threshold:.2f}: no sentence of the "
+               + ("cited abstract" if len(s.citations) == 1 else "cited abstracts" if s.citations
+                  else "retrieved abstracts") + " backs this")
+        text = link_markers(_text(_flat(s.text)), hits)
+        items.append(f'<li><span class="pc-unsupported-text">{text}</span> '
+                     f'<span class="pc-support-score" title="{esc(tip)}">'
+                     f'support {s.support:.2f}</span></li>')
+    return (f'<details class="pc-unsupported-note"><summary>'
+            f'{esc(UNSUPPORTED_SUMMARY.format(n=len(sentences)))}</summary>'
+            f'<ul>{"".join(items)}</ul></details>')
+
+
+def mode_line(answer: Answer) -> str:
+    """The subdued line under an answer that names its mode (``""`` for an unknown mode)."""
+    template = MODE_LINES.get(answer.mode)
+    if not template:
+        return ""
+    text = esc(template).replace("{model}", f"<b>{esc(answer.model or 'the model')}</b>")
+    return f'<div class="pc-mode-line">{text}</div>'
+
+
+def answer_blocks(answer: Answer) -> list[str]:
+    """The answer body's blocks, from its sentences by kind: the direct line (a paragraph), the
+    comparison table (from :attr:`Answer.comparison`, right after the direct line), quotes as
+    ``blockquote.pc-quote``, items as one list, headings and notes as paragraphs, the model's
+    supported sentences as one paragraph. Unsupported sentences are not among them."""
+    from rag.compare import to_markdown
+
+    hits = answer.hits
+    shown = [s for s in answer.sentences if not (s.kind == "claim" and not s.supported)]
+    table = (link_markers(_text(to_markdown(answer.comparison)), hits)
+             if answer.comparison else "")
+    blocks: list[str] = []
+    kinds: list[str] = []
+
+    def add(kind: str, block: str) -> None:
+        if kind in ("item", "claim") and kinds and kinds[-1] == kind:
+            blocks[-1] = (blocks[-1][:-len("</ul>")] + block + "</ul>" if kind == "item"
+                          else blocks[-1] + " " + block)
+        else:
+            blocks.append(f'<ul class="pc-items">{block}</ul>' if kind == "item" else block)
+            kinds.append(kind)
+
+    if table and not any(s.kind == "direct" for s in shown):
+        add("table", table)
+    for s in shown:
+        if s.kind == "quote":
+            add("quote", _quote_html(s, hits))
+        elif s.kind == "item":
+            add("item", _item_html(s, hits))
+        elif s.kind == "heading":
+            add("heading", f'<p class="pc-heading">{link_markers(_text(_flat(s.text)), hits)}</p>')
+        elif s.kind == "note":
+            add("note", f'<p class="pc-note-line">{link_markers(_text(_flat(s.text)), hits)}</p>')
+        elif s.kind == "claim":
+            add("claim", link_markers(_text(_flat(s.text)), hits))
+        else:  # direct, metadata: a paragraph of Markdown text, as the stream showed it
+            add(s.kind, link_markers(_text(_flat(s.text)), hits))
+        if table and s.kind == "direct" and "table" not in kinds:
+            add("table", table)
+    return blocks
+
+
 def answer_markdown(answer: Answer, threshold: float = 0.5) -> str:
-    """The checked answer for the chatbot: linked markers, unsupported sentences muted with a
-    marker and a tooltip, a refusal stated plainly."""
+    """The checked answer for the chatbot, built from its sentences by kind (see
+    :func:`answer_blocks`), then the model's unsupported sentences collapsed in a
+    ``details.pc-unsupported-note`` (never in the body), then a line naming the answer mode.
+    A refusal is stated plainly."""
     prefix = _searching(answer.standalone_question, answer.question)
     if answer.refused and not answer.hits:  # the filters left nothing: the text says which
         return prefix + _text(answer.text)
     if answer.refused:
         return prefix + "**No paper in this index answers this.** " + _text(answer.text)
-    if not answer.sentences:
-        return prefix + link_markers(_text(answer.text), answer.hits)
-    if answer.comparison is not None:  # the extractive table precedes the checked synthesis
-        prefix += link_markers(_text(comparison_table(answer)), answer.hits) + "\n\n"
-    parts = []
-    for s in answer.sentences:
-        body = link_markers(_text(s.text), answer.hits)
-        if s.supported:
-            parts.append(body)
-        else:
-            tip = UNSUPPORTED_TITLE.format(s="s" if len(s.citations) != 1 else "",
-                                           support=s.support, threshold=threshold)
-            if not s.citations:
-                tip = ("No retrieved abstract supports this sentence "
-                       f"(support {s.support:.2f} < {threshold:.2f}).")
-            parts.append(f'<span class="pc-unsupported" title="{esc(tip)}">'
-                         f'<span class="pc-flag" aria-label="unsupported">(?)</span> {body}</span>')
-    return prefix + " ".join(parts)
-
-
-def comparison_table(answer: Answer) -> str:
-    """The Markdown table that opens a comparison answer's text (``""`` for other answers)."""
-    if answer.comparison is None:
-        return ""
-    head = answer.text.partition("\n\n")[0]
-    return head if head.lstrip().startswith("|") else ""
+    blocks = answer_blocks(answer) if answer.sentences else []
+    if not blocks:
+        blocks = [link_markers(_text(answer.text), answer.hits)] if answer.text.strip() else []
+    hidden = unsupported_sentences(answer)
+    if hidden:
+        blocks.append(_unsupported_html(hidden, answer.hits, threshold))
+    line = mode_line(answer)
+    if line:
+        blocks.append(line)
+    return prefix + "\n\n".join(blocks)
 
 
 def _searching(standalone: str, question: str) -> str:
@@ -220,10 +329,13 @@ def user_markdown(question: str) -> str:
     return _text(question)
 
 
-def header_html(index: str, n_papers: int, model: str) -> str:
+def header_html(index: str, n_papers: int, model: str, auto_mode: str = "") -> str:
+    """The header line: index, paper count, model and (``auto_mode``) the answer mode ``auto``
+    resolves to for this model."""
+    mode = (f' · auto answers: <b>{esc(auto_mode)}</b>' if auto_mode else "")
     return (f'<div class="pc-header"><span class="pc-logo">paperchat</span>'
             f'<span class="pc-info">index <b>{esc(index)}</b> · {n_papers:,} papers · '
-            f'model <b>{esc(model)}</b> · runs locally</span></div>')
+            f'model <b>{esc(model)}</b>{mode} · runs locally</span></div>')
 
 
 CSS = """
@@ -266,10 +378,39 @@ CSS = """
 .pc-more { color: var(--body-text-color-subdued); }
 .pc-cite { text-decoration: none !important; font-weight: 600; white-space: nowrap;
   color: var(--color-accent) !important; }
-.pc-unsupported { color: var(--body-text-color-subdued); opacity: 0.8;
-  text-decoration: underline dotted; text-underline-offset: 3px; cursor: help; }
+#pc-chat a.pc-cite { display: inline-block; font-size: 0.78em; line-height: 1.45;
+  padding: 0 5px; border-radius: 9px; vertical-align: 0.08em;
+  background: var(--color-accent-soft); border: 1px solid var(--border-color-accent-subdued,
+  transparent); }
+#pc-chat a.pc-cite:hover { background: var(--color-accent); color: white !important; }
+#pc-chat blockquote.pc-quote { margin: 0.55em 0 !important; padding: 7px 12px !important;
+  border-left: 3px solid var(--color-accent) !important; border-radius: 0 6px 6px 0;
+  background: var(--background-fill-secondary); color: var(--body-text-color);
+  font-style: normal; quotes: none; }
+#pc-chat blockquote.pc-quote::before, #pc-chat blockquote.pc-quote::after { content: none; }
+.pc-quote-text { font-family: Charter, "Bitstream Charter", "Sitka Text", Cambria, Georgia,
+  "DejaVu Serif", serif; line-height: 1.5; }
+#pc-chat ul.pc-items { margin: 0.3em 0 0.5em !important; padding-left: 1.3em !important; }
+#pc-chat ul.pc-items li { margin: 0.25em 0; }
+.pc-item-title { font-weight: 600; }
+q.pc-item-quote { font-family: Charter, "Bitstream Charter", "Sitka Text", Cambria, Georgia,
+  "DejaVu Serif", serif; color: var(--body-text-color); }
+#pc-chat p.pc-heading { margin: 0.8em 0 0.2em !important; font-weight: 600; font-size: 0.92em;
+  color: var(--body-text-color-subdued); }
+#pc-chat p.pc-note-line { margin: 0.5em 0 !important; padding: 5px 10px; border-radius: 6px;
+  color: var(--body-text-color-subdued); background: var(--background-fill-secondary);
+  font-size: 0.93em; }
+#pc-chat details.pc-unsupported-note { margin: 0.6em 0 0.2em; font-size: 0.88em;
+  color: var(--body-text-color-subdued); border: 1px dashed var(--border-color-primary);
+  border-radius: 6px; padding: 3px 10px; }
+#pc-chat details.pc-unsupported-note summary { cursor: pointer; color: #b45309; }
+#pc-chat details.pc-unsupported-note ul { margin: 0.3em 0 0.2em !important; }
+.pc-unsupported-text { font-style: italic; }
+.pc-support-score { font-size: 0.85em; white-space: nowrap; cursor: help; opacity: 0.85; }
+#pc-chat .pc-mode-line { margin-top: 0.7em; font-size: 0.78em; letter-spacing: 0.01em;
+  color: var(--body-text-color-subdued); border-top: 1px solid var(--border-color-primary);
+  padding-top: 4px; }
 .pc-stopped { color: var(--body-text-color-subdued); font-size: 0.85em; font-style: italic; }
-.pc-flag { font-size: 0.8em; font-weight: 700; color: #b45309; }
 #pc-sources-col { max-height: 78vh; overflow-y: auto; }
 #pc-chat table { font-size: 0.9em; }
 #pc-chat td:first-child, #pc-chat th:first-child { min-width: 7em; word-break: normal;
