@@ -338,12 +338,12 @@ def _generate(standalone: str, hits: list[Hit], table, generator, settings, embe
     """Generative mode: stream the model's text, stopped by the repetition guard, and show only
     what is checked: each sentence, once complete, is grounded on its own and yielded as a
     :class:`TokenEvent` when the cited abstracts support it and it is no prompt leak (unchecked
-    text never reaches the screen). At the end the whole text is grounded once more (context
-    helps a sentence without a marker) and leaks dropped. Returns those sentences (kind
+    text never reaches the screen). At the end the whole text, chat-template tokens removed, is
+    grounded once more (context helps a sentence without a marker) and leaking sentences dropped. Returns those sentences (kind
     ``claim``), supported or not. Records ``timings["model_first_token"]`` (ms from the start of
     the question, ``clock()``) when the model's first piece arrives."""
     from rag.grounding import answer_sentences
-    from rag.guards import RepeatGuard, leak_reason
+    from rag.guards import TEMPLATE_TOKENS, RepeatGuard, leak_reason
 
     if table is not None:
         from rag.compare import SYNTHESIS_MAX_TOKENS, synthesis_messages
@@ -387,8 +387,7 @@ def _generate(standalone: str, hits: list[Hit], table, generator, settings, embe
     if not guard.tripped:
         rest = [x for line in answer_sentences(text) for x in line][judged:]
         yield from checked(rest)
-    kept = "\n".join(line for line in text.splitlines() if not leak_reason(line))
-    grounded = ground(kept, support_hits, embedder, threshold=threshold)
+    grounded = ground(TEMPLATE_TOKENS.sub(" ", text), support_hits, embedder, threshold=threshold)
     out = []
     for s in grounded.sentences:
         if leak_reason(s.text):

@@ -323,13 +323,15 @@ def without_repeats(sentences: list[AnswerSentence], n: int = 4, max_count: int 
     more than ``max_count`` times in the answer (an abstract repeating a formula or a phrase);
     the direct line, notes and headings always stay, and so does a paper's only quote. A model's
     sentence (``claim``) that repeats what the answer already says is dropped."""
-    from rag.guards import max_repeat
+    from rag.guards import answer_max_repeat
 
     kept: list[AnswerSentence] = []
     for s in sentences:
         if s.kind in ("quote", "item", "claim"):
-            trial = "\n".join(x.text for x in kept + [s])
-            if max_repeat(trial, n) > max_count and (s.kind == "claim" or any(
+            if answer_max_repeat(kept + [s], n) > max_count and s.kind == "item" and s.quote:
+                # another paper's line: keep its title and marker, without the repeating quote
+                s = AnswerSentence(s.text.split(": “")[0], list(s.citations), kind="item")
+            if answer_max_repeat(kept + [s], n) > max_count and (s.kind == "claim" or any(
                     x.citations == s.citations and x.kind == s.kind for x in kept)):
                 continue
         kept.append(s)

@@ -115,10 +115,13 @@ def new_names(question: str, papers: list[Paper]) -> list[str]:
 
 
 def follows(question: str, turn: Turn) -> bool:
-    """True when ``question`` is a follow-up of ``turn``: :func:`is_followup`, and it names
-    nothing the papers under discussion do not mention ("What does StepORLM propose?" after an
-    answer about another paper is a new question)."""
-    return is_followup(question) and not new_names(question, turn.discussed)
+    """True when ``question`` is a follow-up of ``turn``: :func:`is_followup`, and, when it does
+    not refer back (no "it", "they", "that paper" ...), it names nothing the papers under
+    discussion do not mention ("What does StepORLM propose?" after an answer about another paper
+    is a new question; "Can it wrap others like DPO?" still asks about the last paper)."""
+    if not is_followup(question):
+        return False
+    return bool(_ANAPHORA.search(question)) or not new_names(question, turn.discussed)
 
 
 def retrieval_query(question: str, history: list[Turn]) -> str:

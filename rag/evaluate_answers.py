@@ -14,9 +14,10 @@ history). Per query type (DESIGN.md contract):
   headings and plain notes make no claim) that the cited abstracts support;
 * ``leaks``: answers holding prompt scaffolding or chat-template tokens
   (:func:`rag.guards.count_leaks` on the text and on the set-apart unsupported sentences);
-* ``max_repeat_4gram``: the most times a word 4-gram occurs in one answer's sentences (the
-  comparison table, which names each paper in its header by design, is not prose and is left
-  out), maximum over answers;
+* ``max_repeat_4gram``: the most times a word 4-gram occurs in one answer's sentences
+  (:func:`rag.guards.answer_max_repeat`: a quoted abstract sentence counts each of its 4-grams
+  once; the comparison table, which names each paper in its header by design, is not prose and
+  is left out), maximum over answers;
 * ``first_text_ms_p50`` / ``total_ms_p50``: medians of the time to the first answer text on
   screen and to the finished answer, ms;
 * ``refused``: share refused; for follow-ups also ``discussed_cited``, the share whose answer
@@ -32,7 +33,7 @@ from typing import Callable
 
 from rag.conversation import Turn
 from rag.evaluate import TYPES, load_queries
-from rag.guards import count_leaks, max_repeat
+from rag.guards import answer_max_repeat, count_leaks
 
 
 def turn_of(answer) -> Turn:
@@ -80,7 +81,7 @@ def record(q: dict, ans, discussed: list[str]) -> dict:
         "unsupported": [s.text for s in ans.unsupported],
         "discussed": discussed,
         "leaks": count_leaks(ans.text + "\n" + "\n".join(s.text for s in ans.unsupported)),
-        "max_repeat_4gram": max_repeat(prose, 4),
+        "max_repeat_4gram": answer_max_repeat(ans.sentences, 4),
         "first_text_ms": round(float(ans.timings_ms.get("first_token", 0.0)), 1),
         "total_ms": round(float(ans.timings_ms.get("total", 0.0)), 1),
         "claims": sum(1 for s in ans.sentences if s.is_claim),
@@ -156,7 +157,7 @@ def run_answer_eval(path: str | Path, settings, *, baselines: list[str] | None =
         report["baselines"][m] = {"by_type": summarise(run_mode(queries, m, retriever, generator,
                                                                 settings, log))}
     report["per_query"] = [{k: r[k] for k in ("qid", "type", "gold", "hits", "cited", "answer",
-                                                "mode", "sentences", "unsupported", "first_text_ms",
+                                                "mode", "sentences", "unsupported", "discussed", "first_text_ms",
                                                 "total_ms")} for r in records]
     return report
 

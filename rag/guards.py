@@ -109,6 +109,18 @@ def max_repeat(text: str, n: int = 4) -> int:
     return max(counts.values(), default=0)
 
 
+def answer_max_repeat(sentences, n: int = 4) -> int:
+    """The most times a word ``n``-gram occurs in an answer's sentences
+    (:class:`rag.types.AnswerSentence`), counting a quoted abstract sentence's n-grams once each:
+    a formula an abstract repeats inside one sentence ("O(K log^2 T/Δ) ... O(K log^2 T/Δ)") is
+    the paper's own text, not a loop. A model's sentences count every occurrence."""
+    total: Counter = Counter()
+    for s in sentences:
+        grams = ngrams(s.text, n)
+        total.update(set(grams) if s.kind in ("quote", "item") else grams)
+    return max(total.values(), default=0)
+
+
 class RepeatGuard:
     """Trips when a word ``n``-gram of the streamed text occurs more than ``max_count`` times.
 

@@ -16,7 +16,7 @@ from index.text import normalise
 from rag import prompts
 from rag.answer import answer, resolve_mode
 from rag.evaluate_answers import turn_of
-from rag.guards import count_leaks, leak_reason, max_repeat
+from rag.guards import answer_max_repeat, count_leaks, leak_reason
 from tests.conftest import SEED
 
 pytestmark = pytest.mark.integration
@@ -44,7 +44,7 @@ def assert_clean(ans):
     """No prompt scaffolding, chat-template token or system-prompt line; no 4-gram loops; every
     sentence shown is supported."""
     assert count_leaks(ans.text) == 0, ans.text
-    assert max_repeat("\n".join(s.text for s in ans.sentences), 4) <= 2
+    assert answer_max_repeat(ans.sentences, 4) <= 2
     assert all(s.supported for s in ans.sentences), [s.text for s in ans.sentences
                                                      if not s.supported]
 
