@@ -10,8 +10,22 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 
-$(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -e '.[test]'
+# llama-cpp-python compiles llama.cpp with -march=native. Some VMs advertise Intel AMX but fault on
+# its instructions (seen here: a general protection fault at ldtilecfg on every decode), so AMX is
+# left out of the build. The wheel is kept under WHEELS, keyed by version and flags: pip's own
+# wheel cache is keyed by the source package alone and would hand back a wheel built without them.
+LLAMA_CPP_VERSION := $(shell sed -n 's/.*"llama-cpp-python\[server\]==\([0-9.]*\)".*/\1/p' pyproject.toml)
+LLAMA_CFLAGS := -mno-amx-tile -mno-amx-int8 -mno-amx-bf16
+WHEELS := $(HOME)/.cache/paperchat/wheels/llama-cpp-python-$(LLAMA_CPP_VERSION)-noamx
+
+$(WHEELS)/.built: | $(BIN)/python
+	mkdir -p $(WHEELS)
+	CFLAGS="$(LLAMA_CFLAGS)" CXXFLAGS="$(LLAMA_CFLAGS)" $(BIN)/pip wheel --quiet --no-deps \
+		--no-cache-dir -w $(WHEELS) 'llama-cpp-python==$(LLAMA_CPP_VERSION)'
+	touch $@
+
+$(STAMP): pyproject.toml $(WHEELS)/.built | $(BIN)/python
+	$(BIN)/pip install --quiet --find-links $(WHEELS) -e '.[test]'
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -41,3 +41,10 @@ class IndexLockedError(PaperchatError):
 
 class BackendUnavailableError(PaperchatError):
     """A configured server (Chroma or an OpenAI-compatible LLM) did not answer in time."""
+
+
+class GrammarError(PaperchatError, ValueError):
+    """A GBNF grammar given to a local model does not parse (the message gives llama.cpp's reason).
+
+    Grammars are built by code (see :func:`rag.generator.gbnf_literal`), so this is a bug in the
+    caller, reported instead of letting llama.cpp crash on a grammar it could not build."""

@@ -70,14 +70,19 @@ class FakeEmbedder:
 
 class ScriptedGenerator:
     """Replies queued with :meth:`enqueue` (or a default), streamed word by word; ``history``
-    keeps every messages list it was asked to answer."""
+    keeps every messages list it was asked to answer and ``grammars`` the grammar of each of those
+    calls (None for free text), in the same order. ``n_params`` plays the model's size (None:
+    unknown, as for an LLM server)."""
 
     name = "scripted"
 
-    def __init__(self, replies: Sequence[str] = (), context_window: int = 2048):
+    def __init__(self, replies: Sequence[str] = (), context_window: int = 2048,
+                 n_params: int | None = None):
         self.replies = list(replies)
         self.history: list[list[dict]] = []
+        self.grammars: list[str | None] = []
         self.context_window = context_window
+        self.n_params = n_params
 
     def enqueue(self, reply: str) -> None:
         self.replies.append(reply)
@@ -85,8 +90,10 @@ class ScriptedGenerator:
     def count_tokens(self, text: str) -> int:
         return len(re.findall(r"\w+|[^\w\s]", text))
 
-    def stream(self, messages, *, max_tokens: int = 256, temperature: float = 0.0) -> Iterator[str]:
+    def stream(self, messages, *, max_tokens: int = 256, temperature: float = 0.0,
+               grammar: str | None = None) -> Iterator[str]:
         self.history.append(list(messages))
+        self.grammars.append(grammar)
         reply = self.replies.pop(0) if self.replies else "No scripted reply."
         for piece in re.findall(r"\S+\s*", reply):
             yield piece

@@ -250,7 +250,7 @@ def test_serve_warns_when_exposed_without_auth(monkeypatch, capsys, settings):
     monkeypatch.setattr(ui_app, "launch", lambda demo, **kw: launched.update(kw))
     FakePipeline.retriever = type("R", (), {"name": "default", "__len__": lambda s: 0})()
     FakePipeline.generator = type("G", (), {"name": "g"})()
-    FakePipeline.warm_up = lambda self: {"index": 1.0}
+    FakePipeline.warm_up = lambda self, system_prompt=None: {"index": 1.0}
 
     assert ui_app.serve(settings, host="0.0.0.0", port=1234) == 0
     assert "without --auth" in capsys.readouterr().err

@@ -483,7 +483,11 @@ def serve(settings, host: str = "127.0.0.1", port: int = 7860, auth: str | None 
               "127.0.0.1", file=sys.stderr)
     pipeline = Pipeline(settings)
     demo = build_app(pipeline)
-    ready = pipeline.warm_up()  # before listening: a broken index or model is reported here
+    from rag import prompts
+
+    # before listening: a broken index or model is reported here; the generative mode's system
+    # prompt is evaluated once, so its KV state is warm for the first "let the model write it"
+    ready = pipeline.warm_up(system_prompt=prompts.render("system", max_sentences=5))
     print(f"paperchat: index {pipeline.retriever.name!r} ({len(pipeline.retriever)} papers), "
           f"model {pipeline.generator.name}; ready in {sum(ready.values()) / 1000:.1f} s",
           file=sys.stderr)
