@@ -97,6 +97,14 @@ _DESCRIBE = re.compile(r"^\s*(?:what|how)\s+(?:does|do|did|is|are|was|were|can)\
                        r"train\w*|evaluat\w*|contribut\w*|claim\w*|learn\w*|perform\w*)\b|"
                        r"^\s*(?:explain|describe|summari[sz]e|tell me about)\b|"
                        r"^\s*what (?:is|are) (?!the best|there)\S", re.I)
+_ASKS_RESULTS = re.compile(r"\b(?:results?|perform\w*|achiev\w*|outperform\w*|show\w*|find|findings|"
+                           r"experiments?|evaluat\w*|beat|gains?|improve\w*|works? well)\b", re.I)
+_ASKS_APPROACH = re.compile(r"\b(?:propos\w*|introduc\w*|how (?:does|do|did) (?:it|they) work|"
+                            r"what is (?:it|the method)|idea|approach|method)\b", re.I)
+#: Stemmed question words too generic to expect in the answering sentence ("what results does it
+#: report?" is answered by a results sentence that need not say "result" or "report").
+GENERIC_TERMS = frozenset("result report show find work method approach perform achiev contribut "
+                          "use evalu experi propos introduc main key idea".split())
 #: A figure as results state them: a percentage, a factor (3x, 2.5×), points, or a decimal.
 _FIGURE = re.compile(r"\d+(?:\.\d+)?\s?(?:%|x\b|×|-?fold\b|points?\b|pp\b)|\d+\.\d+|"
                      r"\b\d+\s?(?:ms|s|seconds|hours|GB|MB|tokens)\b")
@@ -130,20 +138,15 @@ def classify(question: str, *, followup: bool = False, comparison: bool = False)
     """
     if comparison:
         return "compare"
-    if _COUNT.search(question):
-        return "count"
-    if _AUTHORS.search(question):
-        return "authors"
+    for pattern, kind in ((_COUNT, "count"), (_AUTHORS, "authors")):
+        if pattern.search(question):
+            return kind
     if followup:
         return "followup"
-    if _NUMBER.search(question):
-        return "number"
-    if _LOOKUP.search(question):
-        return "lookup"
-    if _SURVEY.search(question):
-        return "survey"
-    if _DESCRIBE.search(question):
-        return "describe"
+    for pattern, kind in ((_NUMBER, "number"), (_LOOKUP, "lookup"), (_SURVEY, "survey"),
+                          (_DESCRIBE, "describe")):
+        if pattern.search(question):
+            return kind
     return "lookup"
 
 
@@ -164,12 +167,14 @@ def quotable(paper) -> list[str]:
 
 
 def candidates(question: str, hits: Sequence[Hit], embedder, numbers: Sequence[int] | None = None,
-               *, approach_bonus: float = 0.0, background_penalty: float = 0.0
-               ) -> dict[int, list[Candidate]]:
+               *, approach_bonus: float = 0.0, background_penalty: float = 0.0,
+               results_bonus: float = 0.0) -> dict[int, list[Candidate]]:
     """Every quotable sentence of the hits numbered ``numbers`` (default all), scored by
     :func:`relevance` (plus ``approach_bonus`` for contribution sentences, minus
     ``background_penalty`` for background ones: :data:`APPROACH_BONUS`,
-    :data:`BACKGROUND_PENALTY`), best first per paper. Keys are hit numbers (1-based)."""
+    :data:`BACKGROUND_PENALTY`; ``results_bonus`` for sentences with the table's strong results
+    cues, when a follow-up asks for results), best first per paper. Keys are hit numbers
+    (1-based)."""
     from rag.compare import _CUES
 
     numbers = list(numbers) if numbers is not None else list(range(1, len(hits) + 1))
@@ -181,6 +186,10 @@ def candidates(question: str, hits: Sequence[Hit], embedder, numbers: Sequence[i
     strong = _CUES["Approach"][0][0]
     if approach_bonus:
         scores = scores + np.array([approach_bonus if strong.search(s) else 0.0 for s in flat],
+                                   dtype=np.float32)
+    if results_bonus:
+        results = _CUES["Evidence / results"][0][0]
+        scores = scores + np.array([results_bonus if results.search(s) else 0.0 for s in flat],
                                    dtype=np.float32)
     if background_penalty:
         problem = _CUES["Problem"][0][0]
@@ -353,7 +362,9 @@ def _compose(kind, question, hits, embedder, *, focus, comparison, min_dense):
         return out
     if kind == "followup":
         numbers = [n for n in focus if 1 <= n <= len(hits)] or [1]
-        cands = candidates(question, hits, embedder, numbers)
+        cands = candidates(question, hits, embedder, numbers,
+                           approach_bonus=APPROACH_BONUS if _ASKS_APPROACH.search(question) else 0.0,
+                           results_bonus=APPROACH_BONUS if _ASKS_RESULTS.search(question) else 0.0)
         return _followup(question, hits, numbers, cands)
     pointed = kind in ("lookup", "describe")
     cands = candidates(question, hits, embedder,
@@ -401,7 +412,7 @@ def _followup(question, hits, numbers, cands) -> list[AnswerSentence]:
     out = [direct(f"What the {whose}{_and(names)} {'says' if len(numbers) == 1 else 'say'} "
                   "about this:", numbers)]
     wants_number = asks_for_number(question)
-    qt = question_terms(question)
+    qt = question_terms(question) - GENERIC_TERMS
     for n in numbers:
         quotes = best_quotes(cands[n], FOLLOWUP_QUOTES)
         if not quotes:

@@ -114,14 +114,32 @@ def new_names(question: str, papers: list[Paper]) -> list[str]:
     return [n for n in _NAME.findall(question) if fold(n) and fold(n) not in corpus]
 
 
+#: Anaphora that can only point back: pronouns and "this/that/these/those/both ... paper". ("the
+#: authors", "the method" may as well open a new question: "Who are the authors of the DreamOn
+#: paper?")
+_STRONG_ANAPHORA = re.compile(
+    r"\b(?:it|its|it's|they|them|their|theirs|the same|(?:this|that)(?=\s+(?:is|was|does|do|"
+    r"did|give|gives|mean|means|work|works|help|helps|hold|holds|scale|scales|require|requires|"
+    r"depend|depends|apply|applies|change|changes|matter|matters|affect|affects|cost|costs|cut|"
+    r"cuts)\b|\s*[?.!,]|$)|(?:this|that|these|those|both|either) (?:paper|papers|method|methods|"
+    r"model|models|approach|authors|work|works|framework|algorithm|system|technique|one|ones|study|"
+    r"result|results|benchmark|dataset|combination|picture))\b", re.I)
+
+
+def refers_back(question: str) -> bool:
+    """True when the question holds an anaphor that can only point to an earlier turn."""
+    return bool(_STRONG_ANAPHORA.search(question))
+
+
 def follows(question: str, turn: Turn) -> bool:
     """True when ``question`` is a follow-up of ``turn``: :func:`is_followup`, and, when it does
-    not refer back (no "it", "they", "that paper" ...), it names nothing the papers under
+    not refer back (:func:`refers_back`: "it", "they", "that paper" ...), it names nothing the
+    papers under
     discussion do not mention ("What does StepORLM propose?" after an answer about another paper
     is a new question; "Can it wrap others like DPO?" still asks about the last paper)."""
     if not is_followup(question):
         return False
-    return bool(_ANAPHORA.search(question)) or not new_names(question, turn.discussed)
+    return refers_back(question) or not new_names(question, turn.discussed)
 
 
 def retrieval_query(question: str, history: list[Turn]) -> str:

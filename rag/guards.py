@@ -76,12 +76,11 @@ def leak_reason(sentence: str) -> str | None:
     line's words (4+ words long) occur in the sentence, and they make up at least half of the
     sentence's words.
     """
-    if TEMPLATE_TOKENS.search(sentence):
-        return "chat-template token"
-    if SCAFFOLDING.search(sentence):
-        return "prompt scaffolding"
-    if DIRECTIVE.search(sentence):
-        return "instruction to an assistant"
+    for pattern, reason in ((TEMPLATE_TOKENS, "chat-template token"),
+                            (SCAFFOLDING, "prompt scaffolding"),
+                            (DIRECTIVE, "instruction to an assistant")):
+        if pattern.search(sentence):
+            return reason
     words = set(_WORDS.findall(sentence.lower()))
     if not words:
         return None
