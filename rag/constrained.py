@@ -95,6 +95,7 @@ def pick(question: str, pool_: Sequence[Candidate], generator, settings) -> list
         BackendUnavailableError: from an LLM server; GrammarError for a grammar llama.cpp cannot
             parse (see :mod:`rag.generator`).
     """
+    pool_ = fitting(question, list(pool_), generator)
     if not pool_:
         return []
     if len(pool_) == 1:
@@ -102,3 +103,15 @@ def pick(question: str, pool_: Sequence[Candidate], generator, settings) -> list
     text = "".join(generator.stream(messages(question, pool_), max_tokens=max_tokens(pool_, generator),
                                     temperature=0.0, grammar=grammar(pool_)))
     return [quote(c) for c in parse(text, pool_)]
+
+
+def fitting(question: str, pool_: list[Candidate], generator, margin: int = 64) -> list[Candidate]:
+    """The longest prefix of ``pool_`` whose prompt plus :func:`max_tokens` fits the model's
+    context window less ``margin`` tokens (for the chat template); the last candidates (the least
+    relevant papers') are dropped first."""
+    while pool_:
+        prompt = sum(generator.count_tokens(m["content"]) for m in messages(question, pool_))
+        if prompt + max_tokens(pool_, generator) + margin <= generator.context_window:
+            return pool_
+        pool_ = pool_[:-1]
+    return pool_

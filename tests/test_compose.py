@@ -140,6 +140,14 @@ def test_grammar_offers_only_the_candidates_and_parse_reads_them_back():
     assert constrained.parse("something else", pool) == []
 
 
+def test_constrained_pool_is_cut_to_the_context_window():
+    long = [compose.Candidate(n, "word " * 300, 0, 1.0) for n in (1, 2, 3)]
+    small = ScriptedGenerator(context_window=1200)
+    kept = constrained.fitting("q?", long, small)
+    assert 0 < len(kept) < 3 and kept == long[:len(kept)]
+    assert constrained.fitting("q?", long, ScriptedGenerator(context_window=100)) == []
+
+
 def test_constrained_mode_uses_the_models_picks(fake_index):
     settings, retriever = fake_index
     gen = ScriptedGenerator(n_params=100_000_000)
