@@ -404,8 +404,8 @@ def _generate(standalone: str, hits: list[Hit], table, generator, settings, embe
     grounded = ground(TEMPLATE_TOKENS.sub(" ", text), support_hits, embedder, threshold=threshold)
     out = []
     for s in grounded.sentences:
-        if leak_reason(s.text):
-            continue
+        if leak_reason(s.text) or re.search(r":\s*(?:\[\d+\]\s*)*$", s.text):
+            continue  # a leak, or a lead-in ("... reports on the following topics: [1]")
         s.kind = "claim"
         out.append(s)
     return out

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 
 #: Shown (and returned as the answer text) when the index does not cover the question.
-REFUSAL = ("I could not find papers in this index that answer this question. "
+REFUSAL = ("No paper in this index answers this question. "
            "The nearest papers are listed, but none of them appears to be about it.")
 
 

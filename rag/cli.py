@@ -23,7 +23,7 @@ def _settings(args) -> "Settings":  # noqa: F821
         overrides["index"] = args.index
     if getattr(args, "model", None):
         overrides["model"] = Path(args.model)
-    if getattr(args, "k", None):
+    if getattr(args, "k", None) is not None:
         overrides["k"] = args.k
     if getattr(args, "chroma_url", None):
         overrides["chroma_url"] = args.chroma_url
@@ -150,8 +150,6 @@ def answer_json(ans, filters=None) -> dict:
 def format_answer(ans) -> str:
     """Terminal rendering after streaming: unsupported sentences marked, then the references."""
     lines = []
-    if ans.mode == "generative" and not ans.refused:
-        lines += ["", "", "Checked answer:", ans.text]
     if ans.unsupported:
         lines += ["", "Not supported by the cited abstracts (left out of the answer):"]
         lines += [f"  (?) {s.text}" for s in ans.unsupported]
@@ -242,6 +240,16 @@ def main(argv: list[str] | None = None) -> int:
                 "bench": cmd_bench}[args.command](args)
     except PaperchatError as exc:
         print(f"paperchat: error: {exc}", file=sys.stderr)
+        return 2
+    except ValueError as exc:
+        from pydantic import ValidationError
+
+        if not isinstance(exc, ValidationError):
+            raise
+        bad = "; ".join(f"{'.'.join(str(x) for x in e['loc']) or 'settings'}: {e['msg']}"
+                        for e in exc.errors())
+        print(f"paperchat: error: bad setting (option or PAPERCHAT_* variable): {bad}",
+              file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("paperchat: interrupted", file=sys.stderr)

@@ -284,7 +284,8 @@ def relevant_others(hits: Sequence[Hit], cands: dict[int, list[Candidate]],
 
 def group_items(hits: Sequence[Hit], numbers: Sequence[int]) -> list[tuple[str, list[int]]]:
     """Hit numbers grouped by a shared keyword (the most shared first), then by a shared primary
-    area; the rest under ``""``. Groups keep retrieval order inside; a group needs 2+ papers."""
+    area; groups in the order of their best paper, the rest last under ``""``. Groups keep
+    retrieval order inside; a group needs 2+ papers."""
     left = list(numbers)
     groups: list[tuple[str, list[int]]] = []
     for field in ("keywords", "primary_area"):
@@ -300,10 +301,8 @@ def group_items(hits: Sequence[Hit], numbers: Sequence[int]) -> list[tuple[str, 
                 break
             groups.append((best[0], best[1]))
             left = [n for n in left if n not in best[1]]
-    if left:
-        groups.append(("", left))
     groups.sort(key=lambda g: min(g[1]))
-    return groups
+    return groups + ([("", left)] if left else [])
 
 
 def compose(kind: str, question: str, hits: Sequence[Hit], embedder, *,
@@ -366,7 +365,9 @@ def _compose(kind, question, hits, embedder, *, focus, comparison, min_dense):
                            approach_bonus=APPROACH_BONUS if _ASKS_APPROACH.search(question) else 0.0,
                            results_bonus=APPROACH_BONUS if _ASKS_RESULTS.search(question) else 0.0)
         return _followup(question, hits, numbers, cands)
-    pointed = kind in ("lookup", "describe")
+    # a description of the contribution is wanted for "which paper ..." and "what does X
+    # propose"; "what is the update time of X" wants the sentence that says it
+    pointed = kind == "lookup" or (kind == "describe" and bool(_ASKS_APPROACH.search(question)))
     cands = candidates(question, hits, embedder,
                        approach_bonus=APPROACH_BONUS if pointed else 0.0,
                        background_penalty=BACKGROUND_PENALTY if pointed else 0.0)
@@ -434,8 +435,8 @@ def _followup(question, hits, numbers, cands) -> list[AnswerSentence]:
 
 def _count(hits, cands, min_dense) -> list[AnswerSentence]:
     numbers = [1] + relevant_others(hits, cands, {1}, min_dense)
-    out = [note("The abstracts cannot say how many papers there are, and this answer does not "
-                "count them, so it gives no number."),
+    out = [note("Counting papers is not something the abstracts can answer, so no number is "
+                "given here."),
            heading("The most relevant papers found:")]
     return out + [item(hits[n - 1], n, None) for n in numbers]
 

@@ -44,17 +44,39 @@ def unknown_names(question: str, retriever) -> list[str]:
     return missing
 
 
+def names_paper(question: str, hit: Hit) -> bool:
+    """True when the question names the hit's paper outright: a name-like word of the question
+    (StepORLM, RFTHGS, GRPO: :data:`rag.conversation._NAME`, case and hyphens ignored) occurs in
+    its title or abstract, or two or more of the question's content terms (stemmed, without
+    words about papers) occur in its title ("mode connectivity", "Never Saddle"). A short
+    question that names a paper has a low cosine to its chunks (all-MiniLM-L6-v2 gives "What is
+    RFTHGS?" 0.21 on the seed index) although it plainly asks about it."""
+    from rag.compose import question_terms
+    from rag.conversation import _NAME
+    from rag.lexical import query_terms
+
+    def fold(text: str) -> str:
+        return re.sub(r"[^a-z0-9]", "", text.lower())
+
+    paper = hit.paper
+    text = fold(f"{paper.title} {paper.abstract}")
+    if any(len(fold(n)) >= 3 and fold(n) in text for n in _NAME.findall(question)):
+        return True
+    return len(question_terms(question) & set(query_terms(paper.title))) >= 2
+
+
 def is_out_of_corpus(question: str, hits: list[Hit], retriever,
                      top_dense: float | None = None) -> bool:
     """True when no hit is relevant enough to answer from (see the module doc).
 
     ``top_dense`` is the best chunk cosine similarity of the search (default: the best
-    ``Hit.dense`` of ``hits``).
+    ``Hit.dense`` of ``hits``). A best cosine under :data:`MIN_DENSE` refuses unless the
+    question names the top paper outright (:func:`names_paper`).
     """
     if not hits:
         return True
     best = top_dense if top_dense is not None else max(h.dense for h in hits)
-    if best < MIN_DENSE:
+    if best < MIN_DENSE and not names_paper(question, hits[0]):
         return True
     return bool(unknown_names(question, retriever))
 

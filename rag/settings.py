@@ -8,6 +8,7 @@ it down; tests build their own pointing ``home`` at ``tmp_path``.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Literal
 
@@ -100,5 +101,17 @@ class Settings(BaseSettings):
         "cited abstract (see rag.grounding for how the score is made and calibrated).")
 
     def index_dir(self, name: str | None = None) -> Path:
-        """Directory of index ``name`` (default :attr:`index`) under :attr:`home`."""
-        return Path(self.home) / "indexes" / (name or self.index)
+        """Directory of index ``name`` (default :attr:`index`) under :attr:`home`.
+
+        Raises:
+            PaperchatError: a name that is not letters, digits, ``.``, ``_`` and ``-`` (starting
+                with a letter or digit, at most 100 chars): ``../evil`` must not leave the
+                indexes directory.
+        """
+        name = name or self.index
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}", name):
+            from rag.errors import PaperchatError
+
+            raise PaperchatError(f"not a usable index name {name!r}: use letters, digits, '.', "
+                                 "'_' and '-', starting with a letter or digit")
+        return Path(self.home) / "indexes" / name

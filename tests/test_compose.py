@@ -232,3 +232,29 @@ def test_summarise_scores_citations_against_gold():
     assert m["gold_in_hits"] == 2 and m["gold_cited"] == 0.5
     assert m["first_citation_gold"] == round(1 / 3, 4) and m["hit1_gold"] == round(1 / 3, 4)
     assert m["supported"] == round(5 / 6, 4) and m["leaks"] == 1
+
+
+def test_older_answers_chips_do_not_link_to_the_current_cards():
+    from ui import render
+
+    html = ('x <a class="pc-cite" href="#card-1" title="First">[1]</a> y '
+            '<a class="pc-cite" href="#card-2">[2]</a>')
+    out = render.unlink_markers(html)
+    assert "href" not in out and 'title="First">[1]</span>' in out and ">[2]</span>" in out
+
+
+@pytest.mark.parametrize("name", ["../evil", "a/b", ".hidden", "", "x" * 101])
+def test_index_names_cannot_leave_the_indexes_directory(settings, name):
+    from rag.errors import PaperchatError
+
+    with pytest.raises(PaperchatError, match="not a usable index name"):
+        settings.index_dir(name or "/")
+
+
+def test_names_paper_rescues_a_short_question_naming_the_top_paper():
+    from rag.refusal import names_paper
+
+    assert names_paper("What is FleetNet?", Hit(ROUTE, 1.0))
+    assert names_paper("Which paper gives lower bounds for routing heuristics?", Hit(BOUND, 1.0))
+    assert not names_paper("recipes for sourdough bread", Hit(ROUTE, 1.0))
+    assert not names_paper("What is GlimmerRoute?", Hit(ROUTE, 1.0))

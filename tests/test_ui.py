@@ -111,7 +111,7 @@ def test_consecutive_items_make_one_list_and_claims_one_paragraph():
     assert ('It routes <a class="pc-cite" href="#card-1" title="First">[1]</a>. It is fast '
             '<a class="pc-cite" href="#card-2"') in out
     assert ('<div class="pc-mode-line">generative · written by <b>SmolLM2 &lt;135M&gt;</b>, '
-            'checked against the abstracts</div>') in out
+            'checked against the abstracts (an automatic check') in out
 
 
 def test_unsupported_sentences_are_never_in_the_body_but_in_a_collapsed_note():
@@ -179,8 +179,12 @@ def test_streaming_shows_quotes_as_markdown_and_keeps_the_cursor_off_a_table_row
 
 def test_refusal_says_so_and_lists_the_nearest_papers():
     hits = [Hit(paper(), 0.01)]
-    ans = Answer("q", "q", "I could not find papers.", [], hits, refused=True)
-    assert "No paper in this index answers this" in render.answer_markdown(ans)
+    from rag.citations import REFUSAL
+
+    ans = Answer("q", "q", REFUSAL, [], hits, refused=True)
+    out = render.answer_markdown(ans)
+    assert "No paper in this index answers this" in out
+    assert out.count("No paper in this index") == 1  # said once
     html = render.sources_html(hits, answer=ans, refused=True, question="q")
     assert "None of these papers appears to answer" in html and 'id="card-1"' in html
 

@@ -156,11 +156,16 @@ def mode_choices(auto_mode: str) -> list[tuple[str, str]]:
 
 
 def chat_messages(answers, threshold: float) -> list[dict]:
-    """Chatbot messages (Gradio's ``{"role", "content"}`` format) for finished answers."""
+    """Chatbot messages (Gradio's ``{"role", "content"}`` format) for finished answers. Only the
+    last answer's ``[n]`` chips link to the cards (the Sources panel shows its papers); older
+    answers keep theirs as chips naming the paper on hover (:func:`ui.render.unlink_markers`)."""
     out = []
-    for ans in answers:
+    for i, ans in enumerate(answers):
+        body = render.answer_markdown(ans, threshold)
+        if i < len(answers) - 1:
+            body = render.unlink_markers(body)
         out.append({"role": "user", "content": render.user_markdown(ans.question)})
-        out.append({"role": "assistant", "content": render.answer_markdown(ans, threshold)})
+        out.append({"role": "assistant", "content": body})
     return out
 
 

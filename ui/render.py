@@ -139,6 +139,16 @@ def link_markers(escaped: str, hits: Sequence[Hit]) -> str:
     return cit.MARKER.sub(repl, escaped)
 
 
+_CITE_LINK = re.compile(r'<a class="pc-cite" href="#card-\d+"( title="[^"]*")?>(\[\d+\])</a>')
+
+
+def unlink_markers(html_text: str) -> str:
+    """``[n]`` card links of rendered answer HTML turned into plain chips (title kept on hover):
+    for answers whose papers are no longer the ones in the Sources panel."""
+    return _CITE_LINK.sub(lambda m: f'<span class="pc-cite pc-stale"{m.group(1) or ""}>'
+                                    f'{m.group(2)}</span>', html_text)
+
+
 _NO_LINKS = [("://", "&#58;//"), ("www.", "www&#46;"), ("](", "]&#40;")]
 
 
@@ -186,7 +196,8 @@ def stopped_markdown(streaming: str) -> str:
 MODE_LINES = {
     "extractive": "extractive · sentences quoted from the abstracts",
     "constrained": "constrained · the model picked the quotes",
-    "generative": "generative · written by {model}, checked against the abstracts",
+    "generative": ("generative · written by {model}, checked against the abstracts (an "
+                   "automatic check of shared words and meaning: it can pass a wrong sentence)"),
 }
 #: Title of the collapsed list of sentences a model wrote that no cited abstract supports.
 UNSUPPORTED_SUMMARY = "Not supported by the cited abstracts ({n})"
@@ -306,7 +317,7 @@ def answer_markdown(answer: Answer, threshold: float = 0.5) -> str:
     if answer.refused and not answer.hits:  # the filters left nothing: the text says which
         return prefix + _text(answer.text)
     if answer.refused:
-        return prefix + "**No paper in this index answers this.** " + _text(answer.text)
+        return prefix + _text(answer.text)
     blocks = answer_blocks(answer) if answer.sentences else []
     if not blocks:
         blocks = [link_markers(_text(answer.text), answer.hits)] if answer.text.strip() else []
