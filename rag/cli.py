@@ -153,7 +153,7 @@ def format_answer(ans) -> str:
     if ans.unsupported:
         lines += ["", "Not supported by the cited abstracts (left out of the answer):"]
         lines += [f"  (?) {s.text}" for s in ans.unsupported]
-    lines.append("")
+    lines += ["", ""]  # end the streamed answer's line, then one blank line
     if ans.refused and not ans.hits:
         return "\n".join(lines).rstrip()
     if ans.refused:
@@ -163,7 +163,9 @@ def format_answer(ans) -> str:
         lines.append("References:")
         refs = [(c.n, c.paper) for c in ans.citations] or [(n, h.paper) for n, h in enumerate(ans.hits, 1)]
     for n, paper in refs:
-        lines.append(f"[{n}] {paper.title}. {paper.venue or ''} {paper.status}. {paper.openreview_url}")
+        bits = [paper.title, " ".join(x for x in (paper.venue, paper.status) if x),
+                paper.openreview_url]
+        lines.append(f"[{n}] " + ". ".join(b.strip() for b in bits if b and b.strip()))
     return "\n".join(lines)
 
 

@@ -399,6 +399,10 @@ def build_app(pipeline) -> gr.Blocks:
             yield from redo(st, ar, md, tr, an, lq, request, "regenerate")
 
         def let_model_write(st, ar, tr, an, lq, request: gr.Request):
+            if an and an[-1].refused:  # nothing to write from: say so instead of a silent redo
+                gr.Warning("No paper in this index answers the last question, so there is "
+                           "nothing for the model to write from.")
+                return
             yield from redo(st, ar, "generative", tr, an, lq, request, "rewrite")
 
         def stopped(messages):
