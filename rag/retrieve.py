@@ -23,6 +23,7 @@ from index.catalog import Catalog
 from index.text import normalise, split_sentences
 from rag.errors import IndexNotFoundError
 from rag.filters import Filters
+from rag.grounding import embed_cached
 from rag.lexical import LexicalIndex, query_terms
 from rag.types import Hit, Paper
 
@@ -303,7 +304,8 @@ class Retriever:
                   or [normalise(h.paper.abstract[:MAX_EVIDENCE_CHARS])])[:MAX_EVIDENCE_SENTENCES]
                  for h in hits]
         flat = [s for ss in sents for s in ss]
-        vecs = self.embedder.embed(flat)
+        # cached: the answer's composition and grounding embed the same sentences again
+        vecs = embed_cached(self.embedder, flat)
         qterms = set(query_terms(question))
         i = 0
         for hit, ss in zip(hits, sents):
