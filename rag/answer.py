@@ -242,6 +242,18 @@ def plan_turn(question: str, retriever, settings, *, k: int, filters: Filters | 
     return Plan(standalone, hits, refused, kind, focus, columns if comparison else 0)
 
 
+def check_mode(name: str) -> str:
+    """``name`` if it is ``auto`` or one of :data:`MODES`.
+
+    Raises:
+        InvalidQuestionError: any other name (the message lists the modes).
+    """
+    if name not in MODES + ("auto",):
+        raise InvalidQuestionError(f"unknown answer mode {str(name)[:40]!r}; use one of auto, "
+                                   + ", ".join(MODES))
+    return name
+
+
 def resolve_mode(requested: str, generator, settings) -> str:
     """The answer mode to use: ``requested`` unless it is ``auto``, which picks
     ``settings.small_model_mode`` for a model with fewer than ``settings.small_model_params``
@@ -251,9 +263,7 @@ def resolve_mode(requested: str, generator, settings) -> str:
     Raises:
         InvalidQuestionError: an unknown mode name.
     """
-    if requested not in MODES + ("auto",):
-        raise InvalidQuestionError(f"unknown answer mode {requested!r}; use one of auto, "
-                                   + ", ".join(MODES))
+    check_mode(requested)
     if requested != "auto":
         return requested
     n_params = getattr(generator, "n_params", None)
@@ -284,9 +294,7 @@ def answer_stream(question: str, *, retriever, generator, settings, k: int | Non
     t0 = time.perf_counter()
     ms = lambda: (time.perf_counter() - t0) * 1000  # noqa: E731
     question = check_question(question, settings.max_question_chars)
-    requested = mode or settings.answer_mode
-    if requested not in MODES + ("auto",):
-        resolve_mode(requested, generator, settings)  # raises before any work
+    requested = check_mode(mode or settings.answer_mode)  # before any work
     k = k or settings.k
     plan = plan_turn(question, retriever, settings, k=k, filters=filters, history=history or [])
     standalone, hits = plan.standalone, plan.hits
@@ -353,8 +361,8 @@ def _generate(standalone: str, hits: list[Hit], table, generator, settings, embe
     what is checked: each sentence, once complete, is grounded on its own and yielded as a
     :class:`TokenEvent` when the cited abstracts support it and it is no prompt leak (unchecked
     text never reaches the screen). At the end the whole text, chat-template tokens removed, is
-    grounded once more (context helps a sentence without a marker) and leaking sentences dropped. Returns those sentences (kind
-    ``claim``), supported or not. Records ``timings["model_first_token"]`` (ms from the start of
+    grounded once more (context helps a sentence without a marker) and leaking sentences
+    dropped. Returns those sentences (kind ``claim``), supported or not. Records ``timings["model_first_token"]`` (ms from the start of
     the question, ``clock()``) when the model's first piece arrives."""
     from rag.grounding import answer_sentences
     from rag.guards import TEMPLATE_TOKENS, RepeatGuard, leak_reason

@@ -63,6 +63,21 @@ _NEW_TOPIC = re.compile(r"^\s*(?:(?:is|are) there|any(?:one|body)?\b|find|list|s
                         re.I)
 
 
+def turn_after(answer) -> Turn:
+    """The :class:`Turn` an :class:`rag.types.Answer` leaves for follow-ups: the papers it is
+    about (``answer.about_ids``, in that order) then its other cited papers, else its hits (none
+    for a refusal: no paper is under discussion). ``focus`` is the number of papers it is about
+    (at least 1). The UI's history and ``paperchat eval --answers`` both keep this."""
+    if answer.refused:
+        return Turn(answer.question, answer.standalone_question, [])
+    by_id = {h.id: h.paper for h in answer.hits}
+    about = [by_id[i] for i in dict.fromkeys(answer.about_ids) if i in by_id]
+    ids = {p.id for p in about}
+    cited = [c.paper for c in answer.citations if c.paper.id not in ids]
+    papers = (about + cited) or [h.paper for h in answer.hits]
+    return Turn(answer.question, answer.standalone_question, papers, focus=len(about) or 1)
+
+
 def is_followup(question: str) -> bool:
     """True when the question leans on an earlier turn.
 
@@ -104,12 +119,16 @@ _NAME = re.compile(r"\b(?:[A-Za-z]*[a-z][A-Z][A-Za-z0-9-]*|[A-Z][A-Z0-9-]{2,}[a-
                    r"[A-Za-z]+[0-9][A-Za-z0-9-]*)\b")
 
 
+def fold_name(text: str) -> str:
+    """``text`` lower-cased without anything but letters and digits, so that names compare
+    regardless of case, hyphens and spacing ("Part-X-MLLM" and "part x mllm" -> "partxmllm")."""
+    return re.sub(r"[^a-z0-9]", "", text.lower())
+
+
 def new_names(question: str, papers: list[Paper]) -> list[str]:
     """Names in ``question`` (:data:`_NAME`) that occur in none of ``papers``' titles and
     abstracts (case and hyphens ignored): a question naming something else is not about them."""
-    def fold(text: str) -> str:
-        return re.sub(r"[^a-z0-9]", "", text.lower())
-
+    fold = fold_name
     corpus = fold(" ".join(f"{p.title} {p.abstract}" for p in papers))
     return [n for n in _NAME.findall(question) if fold(n) and fold(n) not in corpus]
 

@@ -31,19 +31,9 @@ import sys
 from pathlib import Path
 from typing import Callable
 
-from rag.conversation import Turn
+from rag.conversation import Turn, turn_after
 from rag.evaluate import TYPES, load_queries
 from rag.guards import answer_max_repeat, count_leaks
-
-
-def turn_of(answer) -> Turn:
-    """The history entry an answer leaves (as the UI keeps it): the papers it is about first,
-    then its other cited papers; ``focus`` = how many it is about."""
-    by_id = {h.id: h.paper for h in answer.hits}
-    about = [by_id[i] for i in answer.about_ids if i in by_id]
-    cited = [c.paper for c in answer.citations if c.paper.id not in answer.about_ids]
-    papers = [] if answer.refused else (about + cited or [h.paper for h in answer.hits])
-    return Turn(answer.question, answer.standalone_question, papers, focus=max(1, len(about)))
 
 
 def run_mode(queries: list[dict], mode: str, retriever, generator, settings,
@@ -58,7 +48,7 @@ def run_mode(queries: list[dict], mode: str, retriever, generator, settings,
         for turn in turns[:-1]:
             prev = answer(turn, retriever=retriever, generator=generator, settings=settings,
                           history=history, mode=mode)
-            history.append(turn_of(prev))
+            history.append(turn_after(prev))
         discussed = [p.id for p in history[-1].discussed] if history else []
         ans = answer(turns[-1], retriever=retriever, generator=generator, settings=settings,
                      history=history, mode=mode)
@@ -136,7 +126,7 @@ def run_answer_eval(path: str | Path, settings, *, baselines: list[str] | None =
         PaperchatError: a malformed query file, a missing index or model; InvalidQuestionError
             for an unknown baseline mode.
     """
-    from rag.answer import MODES, resolve_mode
+    from rag.answer import MODES, check_mode, resolve_mode
     from rag.pipeline import Pipeline
 
     queries = load_queries(path)
@@ -146,7 +136,7 @@ def run_answer_eval(path: str | Path, settings, *, baselines: list[str] | None =
     others = [m for m in MODES if m != mode] if baselines is None else \
         [m for m in baselines if m != mode]
     for m in others:
-        resolve_mode(m, generator, settings)  # unknown names raise before any work
+        check_mode(m)  # unknown names raise before any work
     log(f"eval --answers: {len(queries)} queries, mode {mode} (answer_mode="
         f"{settings.answer_mode}), model {generator.name}; baselines {', '.join(others) or 'none'}")
     records = run_mode(queries, mode, retriever, generator, settings, log)

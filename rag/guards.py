@@ -98,8 +98,7 @@ def count_leaks(text: str) -> int:
 
 def ngrams(text: str, n: int) -> Counter:
     """Counts of the lower-cased word ``n``-grams of ``text`` (citation markers are not words)."""
-    words = _WORDS.findall(re.sub(r"\[\d+\]", " ", text.lower()))
-    return Counter(tuple(words[i:i + n]) for i in range(len(words) - n + 1))
+    return Counter(gram for gram, _ in _ngram_spans(text, n))
 
 
 def max_repeat(text: str, n: int = 4) -> int:

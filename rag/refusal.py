@@ -52,11 +52,8 @@ def names_paper(question: str, hit: Hit) -> bool:
     question that names a paper has a low cosine to its chunks (all-MiniLM-L6-v2 gives "What is
     RFTHGS?" 0.21 on the seed index) although it plainly asks about it."""
     from rag.compose import question_terms
-    from rag.conversation import _NAME
+    from rag.conversation import _NAME, fold_name as fold
     from rag.lexical import query_terms
-
-    def fold(text: str) -> str:
-        return re.sub(r"[^a-z0-9]", "", text.lower())
 
     paper = hit.paper
     text = fold(f"{paper.title} {paper.abstract}")

@@ -15,7 +15,7 @@ import pytest
 from index.text import normalise
 from rag import prompts
 from rag.answer import answer, resolve_mode
-from rag.evaluate_answers import turn_of
+from rag.conversation import turn_after
 from rag.guards import answer_max_repeat, count_leaks, leak_reason
 from tests.conftest import SEED
 
@@ -80,7 +80,7 @@ def test_comparison_has_exactly_the_two_named_papers(real_index, real_generator,
 def test_followup_after_the_comparison_is_about_both(real_index, real_generator, real_settings):
     first = ask(COMPARE_Q, real_index, real_generator, real_settings)
     ans = ask("What baselines did they beat?", real_index, real_generator, real_settings,
-              history=[turn_of(first)])
+              history=[turn_after(first)])
     assert ans.kind == "followup"
     assert "Revisiting Group Relative Policy Optimization" in ans.standalone_question
     assert "Never Saddle" in ans.standalone_question

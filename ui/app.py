@@ -35,6 +35,7 @@ offline.enforce()  # before gradio is imported: no analytics, no hub
 
 import gradio as gr  # noqa: E402
 
+from rag.answer import MODES  # noqa: E402
 from rag.errors import PaperchatError  # noqa: E402
 from ui import render  # noqa: E402
 
@@ -50,7 +51,7 @@ MAX_ANSWERS = 50
 STREAM_EVERY = 0.05
 LOOPBACK_NAMES = {"localhost", "localhost.localdomain", "ip6-localhost"}
 #: Answer modes the UI and ``/ask`` take (:data:`rag.answer.MODES` plus ``auto``).
-ANSWER_MODES = ("auto", "extractive", "constrained", "generative")
+ANSWER_MODES = ("auto",) + MODES
 
 
 class UIConfigError(PaperchatError):
@@ -133,21 +134,10 @@ def is_loopback(host: str) -> bool:
 
 
 def turn_for(answer):
-    """The :class:`Turn` an answer leaves for follow-ups: the papers it is about
-    (:attr:`Answer.about_ids`, in that order) then its other cited papers, else its hits (none
-    for a refusal: no paper is under discussion). ``focus`` is the number of papers it is
-    about (at least 1)."""
-    from rag.conversation import Turn
+    """The :class:`Turn` an answer leaves for follow-ups (:func:`rag.conversation.turn_after`)."""
+    from rag.conversation import turn_after
 
-    if answer.refused:
-        return Turn(answer.question, answer.standalone_question, [])
-    by_id = {h.id: h.paper for h in answer.hits}
-    about = [by_id[i] for i in dict.fromkeys(answer.about_ids) if i in by_id]
-    ids = {p.id for p in about}
-    cited = [c.paper for c in answer.citations if c.paper.id not in ids]
-    papers = (about + cited) or [h.paper for h in answer.hits]
-    return Turn(answer.question, answer.standalone_question, papers,
-                focus=len(about) or 1)
+    return turn_after(answer)
 
 
 def mode_choices(auto_mode: str) -> list[tuple[str, str]]:
@@ -216,15 +206,14 @@ class ChatApp:
         ``chat`` (messages), ``sources`` (HTML), and at the end ``turns``, ``answers`` and
         ``exports`` (paths). ``mode``: an answer mode (:data:`ANSWER_MODES`; default None:
         ``settings.answer_mode``). Raises ``gr.Error`` for bad input, before any retrieval."""
-        from rag.answer import DoneEvent, HitsEvent, TokenEvent, answer_stream, check_question
-        from rag.errors import InvalidQuestionError
+        from rag.answer import (DoneEvent, HitsEvent, TokenEvent, answer_stream, check_mode,
+                                check_question)
 
         try:
             question = check_question(question, self.settings.max_question_chars)
             filters = filters_for(status, area)
-            if mode is not None and mode not in ANSWER_MODES:
-                raise InvalidQuestionError(f"unknown answer mode {str(mode)[:40]!r}; use one of "
-                                           + ", ".join(ANSWER_MODES))
+            if mode is not None:
+                check_mode(mode)
         except PaperchatError as exc:
             raise _gr_error(exc, "Cannot ask that") from None
         turns, answers = list(turns or []), list(answers or [])
