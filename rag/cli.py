@@ -142,7 +142,8 @@ def answer_json(ans, filters=None) -> dict:
                          "support": float(s.support)} for s in ans.unsupported],
         "comparison": ({"columns": list(ans.comparison_ids), "rows": ans.comparison}
                        if ans.comparison is not None else None),
-        "filters_applied": filters.as_strings() if filters else [],
+        "filters_applied": (list(ans.filters_applied) if ans.filters_applied
+                            else filters.as_strings() if filters else []),
         "model": ans.model,
     }
 

@@ -141,7 +141,9 @@ class Answer:
     ``sentences`` and shown apart, collapsed. ``model`` names the model that took part (empty
     when none did). ``about_ids`` are the papers the answer is about (the best match, the
     compared papers, or the papers a follow-up asked about): the next turn's follow-ups refer to
-    them.
+    them. ``filters_applied`` lists every filter the search used, as ``FIELD=VALUE`` /
+    ``rating>=6`` strings (:meth:`rag.filters.Filters.as_strings`): the caller's and those read
+    from the question's words ("oral papers on ...", :mod:`rag.intent`).
     """
 
     question: str
@@ -159,3 +161,4 @@ class Answer:
     unsupported: list[AnswerSentence] = field(default_factory=list)
     model: str = ""
     about_ids: list[str] = field(default_factory=list)
+    filters_applied: list[str] = field(default_factory=list)
