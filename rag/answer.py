@@ -274,12 +274,16 @@ def resolve_mode(requested: str, generator, settings) -> str:
 
 def answer_stream(question: str, *, retriever, generator, settings, k: int | None = None,
                   filters: Filters | None = None, history: list[Turn] | None = None,
-                  mode: str | None = None) -> Iterator[HitsEvent | TokenEvent | DoneEvent]:
+                  mode: str | None = None, drop_filters: Sequence[str] = ()
+                  ) -> Iterator[HitsEvent | TokenEvent | DoneEvent]:
     """Answer ``question`` as a stream of events: one :class:`HitsEvent`, one or more
     :class:`TokenEvent` (the first is the one-line direct answer, made from retrieval before
     any model call), one :class:`DoneEvent` with the checked :class:`Answer`.
 
     ``mode`` (default ``settings.answer_mode``): see :data:`MODES` and :func:`resolve_mode`.
+    ``filters`` are the caller's (dropdowns, ``--filter``); filters read from the question's
+    words (:mod:`rag.intent`) are added unless listed in ``drop_filters`` (strings as in
+    :attr:`Answer.filters_applied`: the UI's chip that removes one re-asks with it here).
     Counts, authors and figures the abstracts do not give are answered by the composition in
     every mode (a plain statement, never the model's guess).
 
