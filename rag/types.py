@@ -16,6 +16,9 @@ class Paper:
     ``title`` and ``abstract`` are kept exactly as supplied (LaTeX, markdown and all) for display;
     :mod:`index.text` derives the normalised text used for embedding and BM25.
     ``year`` is an int or None; list fields are never None (empty list instead).
+    ``ratings`` are the reviewers' overall scores, one per review, on the conference's scale
+    (ICLR: 0-10, higher is better); ``confidences`` the reviewers' self-reported confidence, one per
+    review (ICLR: 1-5). Both are empty when the list carries none.
     """
 
     id: str
@@ -29,11 +32,47 @@ class Paper:
     year: int | None = None
     url: str = ""
     tldr: str = ""
+    ratings: list[float] = field(default_factory=list)
+    confidences: list[float] = field(default_factory=list)
 
     @property
     def openreview_url(self) -> str:
         """The paper's URL, falling back to the OpenReview forum URL built from its id."""
         return self.url or f"https://openreview.net/forum?id={self.id}"
+
+    @property
+    def rating(self) -> dict[str, float | int] | None:
+        """Summary of the reviewer ratings, or None when the paper has none.
+
+        ``{"mean": float, "n": int, "min": float, "max": float}``: ``mean`` is rounded to 2
+        decimals and is the value rating filters compare and chunk metadata stores; ``n`` is the
+        number of reviews; all on the conference's scale (ICLR: 0-10).
+        """
+        if not self.ratings:
+            return None
+        return {"mean": round(sum(self.ratings) / len(self.ratings), 2), "n": len(self.ratings),
+                "min": float(min(self.ratings)), "max": float(max(self.ratings))}
+
+    @property
+    def mean_confidence(self) -> float | None:
+        """Mean reviewer confidence rounded to 2 decimals (ICLR: 1-5), or None when there is none."""
+        if not self.confidences:
+            return None
+        return round(sum(self.confidences) / len(self.confidences), 2)
+
+    def rating_text(self) -> str:
+        """The rating as cards and terminal references show it: ``rating 6.0 · 4 reviews, 4–8``
+        (one review: ``rating 6.0 · 1 review``); ``""`` when unrated. Plain text, not escaped."""
+        r = self.rating
+        if r is None:
+            return ""
+        if r["n"] == 1:
+            return f"rating {r['mean']} · 1 review"
+
+        def num(x: float) -> str:
+            return str(int(x)) if float(x).is_integer() else f"{x:g}"
+
+        return f"rating {r['mean']} · {r['n']} reviews, {num(r['min'])}–{num(r['max'])}"
 
 
 @dataclass
