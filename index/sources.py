@@ -18,6 +18,14 @@ Formats (``fmt``; ``auto`` detects one from the file's first bytes, see :func:`d
     (RFC 4180 quoting; quoted fields may span lines). Tab- and ``;``-delimited files are
     recognised by their header.
 
+Reviewer ratings and confidences (:attr:`rag.types.Paper.ratings`, ``confidences``) come from a
+``ratings``/``rating`` and ``confidences``/``confidence`` field or column (a list of numbers, or a
+``;``-separated string such as Paper Copilot's ``"4;5;5"``; ``""`` means none), or from a dated
+field such as the ICLR 2026 lists' ``ratings_2025_11_22`` (the latest date wins when there are
+several). OpenReview notes carry no ratings (they are in the reviews, not the submission). A
+malformed value (``"4;x;5"``, an object) does not lose the paper: it loads without that list and a
+warning :class:`Problem` names the field and the record's line.
+
 Malformed records are never fatal: each becomes a :class:`Problem` with the 1-based line number
 where the record *starts* (for JSON arrays also its 0-based index in the array), and the good
 records are returned. Duplicate ids: the last record wins and a warning Problem names both lines.
@@ -34,6 +42,7 @@ import ast
 import csv
 import io
 import json
+import math
 import unicodedata
 import re
 from dataclasses import dataclass, field, replace
@@ -137,6 +146,91 @@ def _str_list(value: Any, name: str, sep: str = ";") -> list[str]:
     raise ValueError(f"field {name!r} should be a list of strings")
 
 
+#: Field names that carry reviewer scores: ``ratings``, ``rating``, ``confidence(s)``, optionally
+#: dated as in the ICLR 2026 lists (``ratings_2025_11_22``).
+_SCORE_FIELD = re.compile(r"^(?P<kind>rating|confidence)s?(?:_(?P<date>\d{4}_\d\d_\d\d))?$")
+
+#: One score written as text: ``6``, ``6.5``, or OpenReview's ``6: marginally above threshold``.
+_SCORE_TEXT = re.compile(r"^\s*([-+]?(?:\d+(?:\.\d*)?|\.\d+))\s*(?::.*)?$", re.S)
+
+
+def _score_field(rec: dict[str, Any], kind: str) -> tuple[str, Any] | None:
+    """``(field name, value)`` of the record's ``kind`` (``rating`` or ``confidence``) scores:
+    an undated field (``ratings``, ``rating``) first, else the latest dated one; fields whose value
+    is None, ``""`` or ``[]`` are passed over. None when the record has none."""
+    found = []
+    for key, value in rec.items():
+        m = _SCORE_FIELD.match(str(key).strip().lower()) if isinstance(key, str) else None
+        if m and m.group("kind") == kind and value not in (None, "", []):
+            found.append((m.group("date") is not None, m.group("date") or "", key, value))
+    if not found:
+        return None
+    undated = [f for f in found if not f[0]]
+    best = undated[0] if undated else max(found, key=lambda f: f[1])
+    return best[2], best[3]
+
+
+def _scores(value: Any, name: str) -> list[float]:
+    """Reviewer scores from a list of numbers (or numeric strings), a ``;``-separated string
+    (``"4;5;5"``), a list written as text (``"[4, 5, 5]"``) or one number; blank entries are
+    skipped.
+
+    Raises:
+        ValueError: a non-numeric or non-finite entry, or a value of another type (the message
+            names the field and the value).
+    """
+    if value is None or value == "":
+        return []
+    items: list[Any]
+    if isinstance(value, str):
+        text = value.strip()
+        if text.startswith("[") and text.endswith("]"):
+            try:
+                parsed = ast.literal_eval(text)
+            except (ValueError, SyntaxError, MemoryError, RecursionError):
+                raise ValueError(f"field {name!r} is not a list of numbers: {text[:60]!r}") from None
+            if not isinstance(parsed, list):
+                raise ValueError(f"field {name!r} is not a list of numbers: {text[:60]!r}")
+            items = parsed
+        else:
+            items = [v for v in text.split(";") if v.strip()]
+    elif isinstance(value, list):
+        items = value
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        items = [value]
+    else:
+        raise ValueError(f"field {name!r} should be a list of numbers or a ';'-separated "
+                         f"string, got {_json_type(value)}")
+    out: list[float] = []
+    for item in items:
+        if isinstance(item, (int, float)) and not isinstance(item, bool):
+            x = float(item)
+        elif isinstance(item, str) and _SCORE_TEXT.match(item):
+            x = float(_SCORE_TEXT.match(item).group(1))
+        else:
+            shown = repr(item) if isinstance(item, str) else f"a JSON {_json_type(item)}"
+            raise ValueError(f"field {name!r} holds {shown[:60]}, not a number")
+        if not math.isfinite(x):
+            raise ValueError(f"field {name!r} holds {item!r}, not a finite number")
+        out.append(x)
+    return out
+
+
+def _record_scores(rec: dict[str, Any], kind: str, warnings: list[str] | None) -> list[float]:
+    """The record's ``kind`` scores (see :func:`_score_field`); a malformed value gives ``[]``
+    and a message appended to ``warnings`` (when given)."""
+    picked = _score_field(rec, kind)
+    if picked is None:
+        return []
+    try:
+        return _scores(picked[1], picked[0])
+    except ValueError as exc:
+        if warnings is not None:
+            plural = "ratings" if kind == "rating" else "confidences"
+            warnings.append(f"{exc}; loaded without {plural}")
+        return []
+
+
 _YEAR = re.compile(r"(?<!\d)((?:19|20)\d\d)(?!\d)")
 
 
@@ -188,12 +282,14 @@ def venue_from_filename(name: str) -> tuple[str, int | None]:
 
 
 # --- one record -> Paper --------------------------------------------------------------------------
-def paper_from_mapping(rec: dict[str, Any]) -> Paper:
+def paper_from_mapping(rec: dict[str, Any], warnings: list[str] | None = None) -> Paper:
     """Build a Paper from a dict in the project's JSONL schema (also used for CSV rows).
 
     ``authors``/``keywords`` may be lists of strings or ``;``-separated strings; ``id`` may be a
     number (``12`` -> ``"12"``), and when missing is taken from an ``?id=`` in ``url``; ``year``
-    an int or a string of digits (else taken from ``venue``).
+    an int or a string of digits (else taken from ``venue``). Ratings and confidences as the
+    module docstring says: a malformed one leaves that list empty and appends a message to
+    ``warnings`` (ignored when ``warnings`` is None); it never raises.
 
     Raises:
         ValueError: missing/empty ``id``, ``title`` or ``abstract``, or a field of the wrong type;
@@ -219,14 +315,17 @@ def paper_from_mapping(rec: dict[str, Any]) -> Paper:
         venue=venue, year=_year(rec.get("year"), venue),
         url=url,
         tldr=_str(rec.get("tldr"), "tldr").strip(),
+        ratings=_record_scores(rec, "rating", warnings),
+        confidences=_record_scores(rec, "confidence", warnings),
     )
 
 
-def paper_from_papercopilot(rec: dict[str, Any]) -> Paper:
+def paper_from_papercopilot(rec: dict[str, Any], warnings: list[str] | None = None) -> Paper:
     """Build a Paper from one Paper Copilot ``paperlists`` object.
 
     ``author`` (``;``-separated) -> authors, ``site`` (or ``openreview``) -> url, ``keywords``
-    split on ``;``; ``status`` kept as given (``Poster``, ``Oral``, ``Reject``...). Year from a
+    split on ``;``; ``status`` kept as given (``Poster``, ``Oral``, ``Reject``...); ``rating`` and
+    ``confidence`` (``"4;5;5"``, ``""`` for none) -> ratings, confidences. Year from a
     ``year`` field, else the ``bibtex`` entry's ``year={...}``, else a year in the URL path
     (``iclr.cc/virtual/2018/...``); venue from a ``conference``/``venue`` field. The file name
     fills whatever is still missing (see :func:`load_papers`).
@@ -246,7 +345,8 @@ def paper_from_papercopilot(rec: dict[str, Any]) -> Paper:
         "authors": authors, "keywords": rec.get("keywords"),
         "primary_area": rec.get("primary_area"), "status": rec.get("status"),
         "venue": venue, "url": url, "tldr": rec.get("tldr"), "year": rec.get("year"),
-    })
+        **{k: v for k, v in rec.items() if isinstance(k, str) and _SCORE_FIELD.match(k.lower())},
+    }, warnings)
     if paper.year is None:
         bib = _str(rec.get("bibtex"), "bibtex")
         m = re.search(r"\byear\s*=\s*[{\"]?\s*((?:19|20)\d\d)", bib)
@@ -289,7 +389,7 @@ def split_openreview_venue(venue: str) -> tuple[str, str]:
     return conf, f"Accept ({rest[0].upper()}{rest[1:]})"
 
 
-def paper_from_openreview(note: dict[str, Any]) -> Paper:
+def paper_from_openreview(note: dict[str, Any], warnings: list[str] | None = None) -> Paper:
     """Build a Paper from one OpenReview note (API v2: ``content.<field>.value``; v1's bare
     ``content.<field>`` also works).
 
@@ -322,7 +422,7 @@ def paper_from_openreview(note: dict[str, Any]) -> Paper:
         "year": int(m.group(1)) if m else None,
         "url": f"https://openreview.net/forum?id={forum}" if forum else "",
         "tldr": value("TLDR") if value("TLDR") is not None else value("tldr"),
-    })
+    }, warnings)
     return paper
 
 
@@ -333,7 +433,10 @@ def _json_type(value: Any) -> str:
 
 # --- collecting records ---------------------------------------------------------------------------
 class _Collector:
-    """Counts records, turns ValueErrors into Problems, resolves duplicate ids (last wins)."""
+    """Counts records, turns ValueErrors into Problems, resolves duplicate ids (last wins).
+
+    ``make(warnings)`` builds one Paper and may append messages to ``warnings`` about fields it
+    dropped (malformed ratings): each becomes a warning Problem on the record's line."""
 
     def __init__(self, fmt: str, path: Path):
         self.result = LoadResult(papers=[], fmt=fmt, path=str(path))
@@ -343,18 +446,20 @@ class _Collector:
     def problem(self, line: int, message: str, record: int | None = None) -> None:
         self.result.problems.append(Problem(line, message, True, record))
 
-    def add(self, line: int, make: Callable[[], Paper], record: int | None = None,
+    def add(self, line: int, make: Callable[[list[str]], Paper], record: int | None = None,
             raw: Any = None) -> None:
         self.result.n_records += 1
         bad = _bad_utf8(raw) if raw is not None else None
         if bad:
             self.problem(line, f"not valid UTF-8 (in {bad!r})", record)
             return
+        warnings: list[str] = []
         try:
-            paper = make()
+            paper = make(warnings)
         except ValueError as exc:
             self.problem(line, str(exc), record)
             return
+        self.result.problems += [Problem(line, w, skipped=False, record=record) for w in warnings]
         if not paper.venue and self.venue:
             paper = replace(paper, venue=self.venue)
         if paper.year is None:
@@ -394,7 +499,7 @@ def _load_jsonl(path: Path) -> LoadResult:
                 out.problem(lineno, f"invalid JSON: {exc.msg} (column {exc.colno})")
                 continue
             objects += isinstance(rec, dict)
-            out.add(lineno, lambda rec=rec: paper_from_mapping(rec))
+            out.add(lineno, lambda warn, rec=rec: paper_from_mapping(rec, warn))
     if out.result.n_records and not objects:
         raise SourceFormatError(f"{path}: no line is a JSON object ({out.result.problems[0]}); "
                                 "this is not JSONL: try --format auto")
@@ -522,7 +627,7 @@ def _load_json_array(path: Path, fmt: str) -> LoadResult:
             out.problem(line, error, index)
             continue
         n_notes += isinstance(value, dict) and isinstance(value.get("content"), dict)
-        out.add(line, lambda value=value: make(value), index, raw=value)
+        out.add(line, lambda warn, value=value: make(value, warn), index, raw=value)
     result = out.finish()
     if result.n_records and not result.papers:
         if fmt == "openreview" and not n_notes:
@@ -584,7 +689,7 @@ def _load_csv(path: Path) -> LoadResult:
                               "(a stray comma or quote?)")
             continue
         rec = dict(zip(header, row))
-        out.add(line, lambda rec=rec: paper_from_mapping(rec), raw=rec)
+        out.add(line, lambda warn, rec=rec: paper_from_mapping(rec, warn), raw=rec)
     if header is None:
         raise SourceFormatError(f"{path}: no CSV header row (the file is empty)")
     return out.finish()
