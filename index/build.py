@@ -89,11 +89,21 @@ def content_hash(paper: Paper) -> str:
 
 
 def chunk_metadata(paper: Paper, chunk: Chunk, n_chunks: int) -> dict:
-    """Chroma metadata of a chunk: ids and the filterable paper fields (no None values)."""
-    return {"paper_id": paper.id, "n": chunk.n, "n_chunks": n_chunks, "title": paper.title,
+    """Chroma metadata of a chunk: ids and the filterable paper fields (no None values).
+
+    ``rating`` is the paper's mean reviewer rating (float, rounded to 2 decimals, the
+    conference's scale; :attr:`rag.types.Paper.rating`) and is absent when the paper is unrated,
+    since Chroma metadata cannot hold None; ``n_ratings`` is the number of reviews (0 when
+    unrated). ``year`` is -1 when unknown."""
+    meta = {"paper_id": paper.id, "n": chunk.n, "n_chunks": n_chunks, "title": paper.title,
             "status": paper.status, "tier": status_tier(paper.status),
             "accepted": is_accepted(paper.status), "primary_area": paper.primary_area,
-            "venue": paper.venue, "year": paper.year if paper.year is not None else -1}
+            "venue": paper.venue, "year": paper.year if paper.year is not None else -1,
+            "n_ratings": len(paper.ratings)}
+    rating = paper.rating
+    if rating is not None:
+        meta["rating"] = float(rating["mean"])
+    return meta
 
 
 class _Lock:
@@ -283,7 +293,9 @@ def _update_metadata(store, catalog, papers: list[Paper], embedder) -> None:
     :data:`METADATA_BATCH` papers: the chunk ids come from Chroma itself (authoritative after a
     repaired kill), and a batch's catalog rows are written after its chunks (see index.catalog).
     One request per paper took 108 s for 5,358 papers (a decision-day status change); batched,
-    a few seconds."""
+    a few seconds. Chroma merges updated metadata into the old, so a key that
+    :func:`chunk_metadata` omits (``rating`` of an unrated paper) is sent as None, which deletes
+    it."""
     for start in range(0, len(papers), METADATA_BATCH):
         batch = papers[start:start + METADATA_BATCH]
         found = store._col.get(where={"paper_id": {"$in": [p.id for p in batch]}}, include=[])["ids"]
@@ -294,8 +306,11 @@ def _update_metadata(store, catalog, papers: list[Paper], embedder) -> None:
         for paper in batch:
             mine = sorted(by_paper.get(paper.id, []), key=chunk_number)
             ids += mine
-            metas += [chunk_metadata(paper, Chunk(cid, paper.id, chunk_number(cid), "", 0), len(mine))
-                      for cid in mine]
+            for cid in mine:
+                meta = chunk_metadata(paper, Chunk(cid, paper.id, chunk_number(cid), "", 0), len(mine))
+                # Chroma's update merges keys: None deletes the rating of a paper that lost it
+                meta.setdefault("rating", None)
+                metas.append(meta)
             rows.append((paper, content_hash(paper), len(mine), search_text(paper)[2]))
         if ids:
             store._col.update(ids=ids, metadatas=metas)

@@ -164,6 +164,38 @@ def test_status_only_change_updates_metadata_without_embedding(settings, fake_em
     assert build(changed, settings, fake_embedder).updated_metadata == 0  # now recorded
 
 
+def test_rating_changes_update_chunk_metadata_without_embedding(settings, fake_embedder, seed):
+    """New reviews (ratings added, changed, removed) are a metadata-only update: no embedding,
+    same vectors, and each chunk's ``rating``/``n_ratings`` follow the list; a rating the paper
+    lost is removed from its chunks (Chroma's update would otherwise keep the old key)."""
+    a, b, c = seed[0], seed[1], seed[2]
+    first = [replace(a, ratings=[4, 6]), replace(b, ratings=[8]), *seed[2:]]
+    build(first, settings, fake_embedder)
+    metas = lambda p: [m for _, m in paper_chunks(settings, p.id).values()]  # noqa: E731
+    assert {(m["rating"], m["n_ratings"]) for m in metas(a)} == {(5.0, 2)}
+    assert {(m["rating"], m["n_ratings"]) for m in metas(b)} == {(8.0, 1)}
+    assert all("rating" not in m and m["n_ratings"] == 0 for m in metas(c))
+    ids = sorted(paper_chunks(settings, a.id))
+    vectors = store_of(settings).get_embeddings(ids)
+
+    second = [replace(a, ratings=[4, 6, 8, 7]), replace(b, ratings=[]),
+              replace(c, ratings=[3, 5], confidences=[4, 4]), *seed[3:]]
+    fake_embedder.calls.clear()
+    summary = build(second, settings, fake_embedder)
+    assert fake_embedder.calls == []
+    assert (summary.embedded, summary.updated_metadata, summary.unchanged) == (0, 3, 16)
+    assert {(m["rating"], m["n_ratings"]) for m in metas(a)} == {(6.25, 4)}
+    assert all("rating" not in m and m["n_ratings"] == 0 for m in metas(b))
+    assert {(m["rating"], m["n_ratings"]) for m in metas(c)} == {(4.0, 2)}
+    after = store_of(settings).get_embeddings(ids)
+    assert all((after[i] == vectors[i]).all() for i in ids)
+    stored = catalog_of(settings).get([a.id, b.id, c.id])
+    assert (stored[a.id].ratings, stored[b.id].ratings) == ([4, 6, 8, 7], [])
+    assert (stored[c.id].ratings, stored[c.id].confidences) == ([3, 5], [4, 4])
+    assert_index_exact(settings, second, fake_embedder)
+    assert build(second, settings, fake_embedder).updated_metadata == 0  # now recorded
+
+
 def test_decision_day_status_change_of_every_paper_is_batched_and_exact(settings, fake_embedder,
                                                                        seed, monkeypatch):
     import index.build as build_module
