@@ -177,3 +177,211 @@ def test_csv_ratings_column_name(tmp_path):
 def test_openreview_notes_load_unrated():
     papers = load_papers(shared("openreview_v2_sample.json")).papers
     assert papers and all(p.ratings == [] and p.rating is None for p in papers)
+
+
+# --- the rating and author filters -----------------------------------------------------------------
+from rag.filters import FilterError, Filters  # noqa: E402
+
+RATED = Paper("r", "t", "x", ratings=[5, 6, 7])          # mean 6.0
+HIGH = Paper("h", "t", "x", ratings=[8, 7])              # mean 7.5
+THIRDS = Paper("q", "t", "x", ratings=[5, 6, 6])         # mean 17/3, shown 5.67
+UNRATED = Paper("u", "t", "x", confidences=[4])          # confidences but no ratings
+
+
+@pytest.mark.parametrize("item,expected", [
+    ("rating>=6", {"r", "h"}),
+    ("rating>6", {"h"}),
+    ("rating<=6", {"r", "q"}),
+    ("rating<6", {"q"}),
+    ("rating=6", {"r"}),
+    ("rating==6", {"r"}),
+    ("rating=7.5", {"h"}),
+    ("rating>=5.67", {"r", "h", "q"}),  # the shown (rounded) mean is compared
+    ("rating>5.67", {"r", "h"}),
+    ("rating<0", set()),
+    ("rating>=0", {"r", "h", "q"}),     # unrated never matches, whatever the threshold
+    ("rating <= 100", {"r", "h", "q"}),
+    ("ratings>=7", {"h"}),
+])
+def test_rating_filter_semantics(item, expected):
+    filters = Filters.parse([item])
+    assert {p.id for p in (RATED, HIGH, THIRDS, UNRATED) if filters.matches(p)} == expected
+
+
+def test_several_rating_conditions_form_a_range():
+    filters = Filters.parse(["rating>=5.5", "rating<7"])
+    assert {p.id for p in (RATED, HIGH, THIRDS, UNRATED) if filters.matches(p)} == {"r", "q"}
+
+
+@pytest.mark.parametrize("value,authors,expected", [
+    ("Bengio", ["Yoshua Bengio", "Aaron Courville"], True),
+    ("bengio", ["Yoshua Bengio"], True),
+    ("Yoshua Bengio", ["YOSHUA BENGIO"], True),
+    ("yoshua  bengio", ["Yoshua Bengio"], True),  # spaces collapsed
+    ("Ben", ["Yoshua Bengio"], False),              # not a whole word
+    ("Samy Bengio", ["Yoshua Bengio"], False),
+    ("Jurgen Schmidhuber", ["Jürgen Schmidhuber"], True),   # accents folded, both ways
+    ("Jürgen", ["Jurgen Schmidhuber"], True),
+    ("Prugel-Bennett", ["Adam Prügel-Bennett"], True),
+    ("Bennett", ["Adam Prügel-Bennett"], True),     # a hyphen separates words
+    ("Pr\u00fcgel", ["Adam Pru\u0308gel-Bennett"], True),  # NFC value, NFD name
+    ("Hinton", [], False),                           # no authors (ICLR 2026): never
+    ("a.", ["Jane A. Doe"], True),
+])
+def test_author_filter(value, authors, expected):
+    paper = Paper("a", "t", "x", authors=authors)
+    assert Filters.parse([f"author={value}"]).matches(paper) is expected
+
+
+def test_several_authors_mean_any_of():
+    paper = Paper("a", "t", "x", authors=["Geoffrey Hinton"])
+    assert Filters.parse(["author=LeCun", "author=Hinton"]).matches(paper)
+    assert not Filters.parse(["author=LeCun", "authors=Bengio"]).matches(paper)
+
+
+@pytest.mark.parametrize("items,expected", [
+    (["rating>=6"], ["rating>=6"]),
+    (["rating >= 6.0"], ["rating>=6"]),
+    (["Rating<4.50"], ["rating<4.5"]),
+    (["rating==6"], ["rating=6"]),
+    (["rating>6", "rating<=8"], ["rating>6", "rating<=8"]),
+    (["author=Yoshua Bengio"], ["author=Yoshua Bengio"]),
+    (["authors=Bengio", "status=Oral", "year=2018"], ["author=Bengio", "status=Oral", "year=2018"]),
+    (["primary_area=a<b"], ["primary_area=a<b"]),  # '<' inside a value is the value's
+])
+def test_as_strings_round_trip(items, expected):
+    filters = Filters.parse(items)
+    assert filters.as_strings() == expected
+    assert Filters.parse(filters.as_strings()) == filters
+
+
+@pytest.mark.parametrize("item,message", [
+    ("rating>=abc", "rating filter needs a number, got 'abc' (e.g. rating>=6)"),
+    ("rating>=", "rating filter needs a number, got ''"),
+    ("rating>=nan", "rating filter needs a number, got 'nan'"),
+    ("rating<inf", "rating filter needs a number, got 'inf'"),
+    ("rating~6", "rating filter 'rating~6' needs a comparison: rating>=6, rating>6, rating<=5, "
+                 "rating<4 or rating=6"),
+    ("rating!=6", "needs a comparison"),
+    ("rating", "quote it in a shell: --filter 'rating>=6'"),  # what bash leaves of rating>=6
+    ("year>2020", "only rating takes a comparison"),
+    ("author=", "has an empty value"),
+    ("rating_avg>=6", "unknown filter field 'rating_avg'"),
+    ("reviewer=x", "use one of status, primary_area, venue, year, keyword, rating, author"),
+])
+def test_bad_rating_and_author_filters_are_one_clear_line(item, message):
+    with pytest.raises(FilterError) as err:
+        Filters.parse([item])
+    assert message in str(err.value) and "\n" not in str(err.value)
+
+
+def test_merged_keeps_both_sets_once_and_changes_neither():
+    a = Filters.parse(["status=Oral", "rating>=6"])
+    b = Filters.parse(["status=oral", "rating>=6.0", "author=Bengio", "status=poster"])
+    m = a.merged(b)
+    assert m.as_strings() == ["status=Oral", "status=poster", "rating>=6", "author=Bengio"]
+    assert a.as_strings() == ["status=Oral", "rating>=6"]
+    assert b.as_strings() == ["status=oral", "status=poster", "rating>=6", "author=Bengio"]
+    assert a.merged(None) == a and Filters().merged(b).as_strings() == b.as_strings()
+    assert Filters.parse(["author=Jürgen"]).merged(Filters.parse(["author=jurgen"])) \
+        .as_strings() == ["author=Jürgen"]
+
+
+def test_without_removes_named_entries_only():
+    f = Filters.parse(["status=Oral", "rating>=6", "rating<9", "author=Bengio"])
+    assert f.without(["rating>=6"]).as_strings() == ["status=Oral", "rating<9", "author=Bengio"]
+    assert f.without(["status=oral", "author=Bengio", "rating>=6.0", "rating<9"]) == Filters()
+    assert not f.without(f.as_strings())
+    assert f.without(["rating>=7", "venue=ICLR", "not a filter", "rating~1"]) == f
+    assert f.as_strings() == ["status=Oral", "rating>=6", "rating<9", "author=Bengio"]  # unchanged
+
+
+# --- both search sides agree (fake embedder, real Chroma) -------------------------------------------
+#: ratings given to the seed papers by position (None: unrated); means 3.0 ... 8.0
+SEED_RATINGS = [[3], [4, 5], [6, 6, 6, 6], [5, 7], [8], None, [6, 7, 5], [5, 6, 6], [7, 8, 9],
+                [2, 4], None, [6], [5.5, 6.5], [10, 6], [1, 3, 5], [6, 8], None, [4, 4, 5], [7]]
+SEED_AUTHORS = {0: ["Yoshua Bengio", "Aaron Courville"], 3: ["Jürgen Schmidhuber"],
+                7: ["Samy Bengio"], 12: ["Jane Bengio-Smith"]}
+
+
+@pytest.fixture
+def rated_index(settings, fake_embedder, seed_papers):
+    from dataclasses import replace
+
+    from index.build import build_index
+    from index.sources import LoadResult
+    from rag.retrieve import Retriever
+
+    assert len(seed_papers) == len(SEED_RATINGS)
+    papers = [replace(p, ratings=list(r or []), authors=SEED_AUTHORS.get(i, []))
+              for i, (p, r) in enumerate(zip(seed_papers, SEED_RATINGS))]
+    build_index(LoadResult(papers=papers), settings=settings, embedder=fake_embedder,
+                progress=False, log=lambda m: None)
+    return papers, Retriever.open(settings, fake_embedder)
+
+
+def plain_mean(ratings):
+    return round(sum(ratings) / len(ratings), 2) if ratings else None
+
+
+AGREEMENT = [
+    (["rating>=6"], lambda p, m: m is not None and m >= 6),
+    (["rating>6"], lambda p, m: m is not None and m > 6),
+    (["rating<5"], lambda p, m: m is not None and m < 5),
+    (["rating<=5.67"], lambda p, m: m is not None and m <= 5.67),
+    (["rating=6"], lambda p, m: m == 6),
+    (["rating>=5", "rating<7"], lambda p, m: m is not None and 5 <= m < 7),
+    # "Jane Bengio-Smith" too: a hyphen separates words
+    (["author=Bengio"], lambda p, m: p.id in {0, 7, 12}),
+    (["author=bengio", "rating>=6"],
+     lambda p, m: p.id in {0, 7, 12} and m is not None and m >= 6),
+    (["author=Jurgen Schmidhuber"], lambda p, m: p.id == 3),
+    (["rating>=6", "status=poster"], lambda p, m: m is not None and m >= 6),  # seed: all posters
+    (["rating>=6", "primary_area=optimization"],
+     lambda p, m: m is not None and m >= 6 and p.primary_area == "optimization"),
+]
+
+
+def _expected(papers, test):
+    """Paper ids chosen by ``test(paper with its position as id, plain mean)``."""
+    from dataclasses import replace
+
+    return {p.id for i, p in enumerate(papers)
+            if test(replace(p, id=i), plain_mean(p.ratings))}
+
+
+def _ids_under(retriever, where):
+    got = retriever.store._col.get(where=where, include=["metadatas"]) if where else \
+        retriever.store._col.get(include=["metadatas"])
+    return {m["paper_id"] for m in got["metadatas"]}
+
+
+@pytest.mark.parametrize("items,test", AGREEMENT, ids=[" ".join(a[0]) for a in AGREEMENT])
+def test_matches_and_where_agree_on_a_real_store(rated_index, items, test):
+    papers, retriever = rated_index
+    filters = Filters.parse(items)
+    expected = _expected(papers, test)
+    assert 0 < len(expected) < len(papers) or items == ["rating>=6", "status=poster"]
+    assert {pid for pid, p in retriever.papers.items() if filters.matches(p)} == expected
+    allowed = {pid for pid, p in retriever.papers.items() if filters.matches(p)}
+    assert _ids_under(retriever, filters.where(allowed)) == expected
+    if all(k in ("rating", "status", "year") for k in filters.values):
+        # no ids: ratings from the chunks' own metadata give the same papers
+        assert _ids_under(retriever, filters.where()) == expected
+    res = retriever.search("learning", k=len(papers), filters=filters, evidence=False)
+    assert {h.id for h in res.hits} == expected
+    assert set(res.dense.ids) <= expected and set(res.lexical.ids) <= expected
+
+
+def test_rating_filter_works_on_an_index_without_rating_chunk_metadata(rated_index):
+    """Indexes written before ratings were in the chunk metadata filter through the catalog."""
+    papers, retriever = rated_index
+    col = retriever.store._col
+    got = col.get(include=["metadatas"])
+    col.update(ids=got["ids"], metadatas=[{**m, "rating": None, "n_ratings": None}
+                                          for m in got["metadatas"]])
+    assert all("rating" not in m for m in col.get(include=["metadatas"])["metadatas"])
+    expected = _expected(papers, lambda p, m: m is not None and m >= 6)
+    res = retriever.search("learning", k=len(papers), filters=Filters.parse(["rating>=6"]),
+                           evidence=False)
+    assert {h.id for h in res.hits} == expected and len(expected) == 10
