@@ -119,7 +119,9 @@ def cmd_index(args) -> int:
 
 def answer_json(ans, filters=None) -> dict:
     """The ``paperchat ask --json`` object (DESIGN.md contract); ``filters`` the
-    :class:`rag.filters.Filters` applied (listed as ``filters_applied``)."""
+    :class:`rag.filters.Filters` applied (listed as ``filters_applied``). Each hit's ``rating``
+    is None or ``{"mean": float, "n": int, "min": float, "max": float}``
+    (:attr:`rag.types.Paper.rating`)."""
     return {
         "question": ans.question,
         "standalone_question": ans.standalone_question,
@@ -130,7 +132,8 @@ def answer_json(ans, filters=None) -> dict:
                        "support": float(c.support)} for c in ans.citations],
         "hits": [{"id": h.id, "title": h.paper.title, "score": float(h.score),
                   "status": h.paper.status, "primary_area": h.paper.primary_area,
-                  "url": h.paper.openreview_url, "evidence": list(h.evidence)} for h in ans.hits],
+                  "url": h.paper.openreview_url, "evidence": list(h.evidence),
+                  "rating": h.paper.rating} for h in ans.hits],
         "timings_ms": {k: round(float(ans.timings_ms.get(k, 0.0)), 1)
                        for k in ("retrieve", "first_token", "total")},
         "mode": ans.mode,
@@ -149,7 +152,9 @@ def answer_json(ans, filters=None) -> dict:
 
 
 def format_answer(ans) -> str:
-    """Terminal rendering after streaming: unsupported sentences marked, then the references."""
+    """Terminal rendering after streaming: unsupported sentences marked, then the references
+    (``[n] Title. Venue Status. rating 6.0 · 4 reviews, 4–8. URL``; the rating only when the
+    paper has one)."""
     lines = []
     if ans.unsupported:
         lines += ["", "Not supported by the cited abstracts (left out of the answer):"]
@@ -165,7 +170,7 @@ def format_answer(ans) -> str:
         refs = [(c.n, c.paper) for c in ans.citations] or [(n, h.paper) for n, h in enumerate(ans.hits, 1)]
     for n, paper in refs:
         bits = [paper.title, " ".join(x for x in (paper.venue, paper.status) if x),
-                paper.openreview_url]
+                paper.rating_text(), paper.openreview_url]
         lines.append(f"[{n}] " + ". ".join(b.strip() for b in bits if b and b.strip()))
     return "\n".join(lines)
 

@@ -385,3 +385,73 @@ def test_rating_filter_works_on_an_index_without_rating_chunk_metadata(rated_ind
     res = retriever.search("learning", k=len(papers), filters=Filters.parse(["rating>=6"]),
                            evidence=False)
     assert {h.id for h in res.hits} == expected and len(expected) == 10
+
+
+# --- cards, terminal references, ask --json -----------------------------------------------------------
+from rag.types import Answer, Citation, Hit  # noqa: E402
+
+
+@pytest.mark.parametrize("ratings,text", [
+    ([4, 6, 6, 8], "rating 6.0 · 4 reviews, 4–8"),
+    ([6], "rating 6.0 · 1 review"),
+    ([5, 6, 6], "rating 5.67 · 3 reviews, 5–6"),
+    ([5.5, 7.25], "rating 6.38 · 2 reviews, 5.5–7.25"),
+    ([3, 3], "rating 3.0 · 2 reviews, 3–3"),
+])
+def test_rating_text(ratings, text):
+    assert Paper("a", "t", "x", ratings=ratings).rating_text() == text
+
+
+def test_card_shows_the_rating_and_nothing_when_unrated():
+    render = pytest.importorskip("ui.render")
+    rated = Paper("p1", "Title <b>x</b>", "An abstract.", status="Accept (Poster)",
+                  ratings=[4, 6, 6, 8], confidences=[3, 4, 4, 4])
+    out = render.card_html(1, Hit(rated, 0.5, evidence=["An abstract."]))
+    assert '<span class="pc-rating" ' in out and ">rating 6.0 · 4 reviews, 4–8</span>" in out
+    assert "mean reviewer confidence 3.75" in out
+    assert "<b>x</b>" not in out  # the card still escapes what the list supplies
+    one = render.card_html(2, Hit(Paper("p2", "T", "A.", ratings=[6]), 0.5))
+    assert ">rating 6.0 · 1 review</span>" in one and "mean reviewer confidence" not in one
+    unrated = render.card_html(3, Hit(Paper("p3", "T", "A.", confidences=[4]), 0.5))
+    assert "pc-rating" not in unrated and "rating " not in unrated and " review" not in unrated
+
+
+def _answer(papers, **kw) -> Answer:
+    hits = [Hit(p, 1.0 - i / 10, evidence=["An abstract."]) for i, p in enumerate(papers)]
+    return Answer(question="q", standalone_question="q", text="An answer [1].",
+                  citations=[Citation(1, papers[0])], hits=hits, **kw)
+
+
+def test_terminal_references_show_the_rating():
+    from rag.cli import format_answer
+
+    papers = [Paper("a", "First", "A.", venue="ICLR 2026", status="Accept (Poster)",
+                    url="https://openreview.net/forum?id=a", ratings=[4, 6, 6, 8]),
+              Paper("b", "Second", "B.", url="https://openreview.net/forum?id=b", ratings=[6]),
+              Paper("c", "Third", "C.", url="https://openreview.net/forum?id=c")]
+    ans = _answer(papers, refused=True)
+    lines = format_answer(ans).splitlines()
+    assert "[1] First. ICLR 2026 Accept (Poster). rating 6.0 · 4 reviews, 4–8. " \
+           "https://openreview.net/forum?id=a" in lines
+    assert "[2] Second. rating 6.0 · 1 review. https://openreview.net/forum?id=b" in lines
+    assert "[3] Third. https://openreview.net/forum?id=c" in lines
+    cited = format_answer(_answer(papers)).splitlines()
+    assert cited[-1] == ("[1] First. ICLR 2026 Accept (Poster). rating 6.0 · 4 reviews, 4–8. "
+                         "https://openreview.net/forum?id=a")
+
+
+def test_answer_json_hits_carry_the_rating():
+    from rag.cli import answer_json
+
+    papers = [Paper("a", "First", "A.", ratings=[4, 6, 6, 8], confidences=[3, 3, 3, 3]),
+              Paper("b", "Second", "B.", ratings=[5, 6, 6]),
+              Paper("c", "Third", "C.")]
+    out = json.loads(json.dumps(answer_json(_answer(papers))))
+    assert [h["rating"] for h in out["hits"]] == [
+        {"mean": 6.0, "n": 4, "min": 4.0, "max": 8.0},
+        {"mean": 5.67, "n": 3, "min": 5.0, "max": 6.0},
+        None]
+    assert all(set(h) == {"id", "title", "score", "status", "primary_area", "url", "evidence",
+                          "rating"} for h in out["hits"])
+    assert [h["id"] for h in out["hits"]] == ["a", "b", "c"]
+    assert out["hits"][0]["evidence"] == ["An abstract."] and out["citations"][0]["id"] == "a"

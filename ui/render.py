@@ -53,7 +53,8 @@ def status_class(status: str) -> str:
 
 # --- sources panel --------------------------------------------------------------------------------
 def card_html(n: int, hit: Hit, citation: Citation | None = None) -> str:
-    """One paper card: ``[n]`` title (link, new tab), status, primary area, score, evidence.
+    """One paper card: ``[n]`` title (link, new tab), status, primary area, reviewer rating
+    (``rating 6.0 · 4 reviews, 4–8``; nothing when unrated), score, evidence.
 
     The supporting sentence (the citation's evidence unless that is the paper's title, else the
     best evidence sentence) carries class ``pc-support``, highlighted when the card is the URL's ``:target``.
@@ -78,6 +79,12 @@ def card_html(n: int, hit: Hit, citation: Citation | None = None) -> str:
         meta.append(f'<span class="pc-badge {badge}">{esc(paper.status)}</span>')
     if paper.primary_area:
         meta.append(f'<span class="pc-area">{esc(paper.primary_area)}</span>')
+    rating = paper.rating_text()
+    if rating:
+        tip = "mean reviewer rating (ICLR: 0-10), number of reviews, lowest–highest"
+        if paper.mean_confidence is not None:
+            tip += f"; mean reviewer confidence {paper.mean_confidence}"
+        meta.append(f'<span class="pc-rating" title="{esc(tip)}">{esc(rating)}</span>')
     meta.append(f'<span class="pc-score" title="fused retrieval score (higher is better); '
                 f'cosine similarity of the best chunk {hit.dense:.2f}">'
                 f'score {hit.score:.3f}</span>')
@@ -378,6 +385,7 @@ CSS = """
   background: var(--color-accent-soft); color: var(--color-accent); }
 .pc-authors { font-size: 0.82rem; color: var(--body-text-color-subdued); margin-top: 2px; }
 .pc-meta { font-size: 0.8rem; color: var(--body-text-color-subdued); margin-top: 3px; }
+.pc-rating { white-space: nowrap; }
 .pc-badge { padding: 0 6px; border-radius: 9px; background: var(--background-fill-secondary);
   border: 1px solid var(--border-color-primary); }
 .pc-status-oral { background: #fde7c7; border-color: #f5b65b; color: #6b3d00; }
