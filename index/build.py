@@ -307,7 +307,8 @@ def _update_metadata(store, catalog, papers: list[Paper], embedder) -> None:
             mine = sorted(by_paper.get(paper.id, []), key=chunk_number)
             ids += mine
             for cid in mine:
-                meta = chunk_metadata(paper, Chunk(cid, paper.id, chunk_number(cid), "", 0), len(mine))
+                chunk = Chunk(cid, paper.id, chunk_number(cid), "", 0)
+                meta = chunk_metadata(paper, chunk, len(mine))
                 # Chroma's update merges keys: None deletes the rating of a paper that lost it
                 meta.setdefault("rating", None)
                 metas.append(meta)

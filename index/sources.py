@@ -188,7 +188,8 @@ def _scores(value: Any, name: str) -> list[float]:
             try:
                 parsed = ast.literal_eval(text)
             except (ValueError, SyntaxError, MemoryError, RecursionError):
-                raise ValueError(f"field {name!r} is not a list of numbers: {text[:60]!r}") from None
+                raise ValueError(f"field {name!r} is not a list of numbers: "
+                                 f"{text[:60]!r}") from None
             if not isinstance(parsed, list):
                 raise ValueError(f"field {name!r} is not a list of numbers: {text[:60]!r}")
             items = parsed

@@ -55,7 +55,7 @@ class Paper:
 
     @property
     def mean_confidence(self) -> float | None:
-        """Mean reviewer confidence rounded to 2 decimals (ICLR: 1-5), or None when there is none."""
+        """Mean reviewer confidence rounded to 2 decimals (ICLR: 1-5); None when there is none."""
         if not self.confidences:
             return None
         return round(sum(self.confidences) / len(self.confidences), 2)

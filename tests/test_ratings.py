@@ -47,7 +47,7 @@ def test_positional_construction_still_works():
     assert (p.tldr, p.ratings, p.confidences) == ("tl", [], [])
 
 
-# --- loading ---------------------------------------------------------------------------------------
+# --- loading --------------------------------------------------------------------------------------
 def test_iclr2026_all_ratings_from_the_dated_field():
     result = load_papers(shared("iclr2026_all.jsonl"))
     assert len(result.papers) == 19630 and result.problems == []
@@ -179,7 +179,7 @@ def test_openreview_notes_load_unrated():
     assert papers and all(p.ratings == [] and p.rating is None for p in papers)
 
 
-# --- the rating and author filters -----------------------------------------------------------------
+# --- the rating and author filters ----------------------------------------------------------------
 from rag.filters import FilterError, Filters  # noqa: E402
 
 RATED = Paper("r", "t", "x", ratings=[5, 6, 7])          # mean 6.0
@@ -296,7 +296,7 @@ def test_without_removes_named_entries_only():
     assert f.as_strings() == ["status=Oral", "rating>=6", "rating<9", "author=Bengio"]  # unchanged
 
 
-# --- both search sides agree (fake embedder, real Chroma) -------------------------------------------
+# --- both search sides agree (fake embedder, real Chroma) -----------------------------------------
 #: ratings given to the seed papers by position (None: unrated); means 3.0 ... 8.0
 SEED_RATINGS = [[3], [4, 5], [6, 6, 6, 6], [5, 7], [8], None, [6, 7, 5], [5, 6, 6], [7, 8, 9],
                 [2, 4], None, [6], [5.5, 6.5], [10, 6], [1, 3, 5], [6, 8], None, [4, 4, 5], [7]]
@@ -387,7 +387,7 @@ def test_rating_filter_works_on_an_index_without_rating_chunk_metadata(rated_ind
     assert {h.id for h in res.hits} == expected and len(expected) == 10
 
 
-# --- cards, terminal references, ask --json -----------------------------------------------------------
+# --- cards, terminal references, ask --json -------------------------------------------------------
 from rag.types import Answer, Citation, Hit  # noqa: E402
 
 
@@ -455,3 +455,108 @@ def test_answer_json_hits_carry_the_rating():
                           "rating"} for h in out["hits"])
     assert [h["id"] for h in out["hits"]] == ["a", "b", "c"]
     assert out["hits"][0]["evidence"] == ["An abstract."] and out["citations"][0]["id"] == "a"
+
+
+# --- a real index (real embedder, real Chroma) of 60 accepted ICLR 2026 papers --------------------
+N_REAL = 60
+
+
+def _mean(ratings):
+    return round(sum(ratings) / len(ratings), 2) if ratings else None
+
+
+@pytest.fixture
+def real_rated(tmp_path, monkeypatch, real_embedder):
+    """60 records of iclr2026_accepted.jsonl (four of them stripped of their ratings) indexed
+    with the real embedder under a tmp PAPERCHAT_HOME; returns (settings, path, raw records)."""
+    from index.build import build_index
+    from rag.settings import Settings
+
+    source = shared("iclr2026_accepted.jsonl")
+    with source.open(encoding="utf-8") as fh:
+        records = [json.loads(next(fh)) for _ in range(N_REAL)]
+    for r in records[5:60:15]:  # papers 5, 20, 35, 50: unrated
+        r["ratings_2025_11_22"] = []
+    path = write_jsonl(tmp_path / "iclr2026_60.jsonl", records)
+    monkeypatch.setenv("PAPERCHAT_HOME", str(tmp_path / "home"))
+    settings = Settings(home=tmp_path / "home")
+    summary = build_index(path, settings=settings, embedder=real_embedder, name="rated",
+                          progress=False, log=lambda m: None)
+    assert (summary.papers, summary.embedded, summary.skipped) == (N_REAL, N_REAL, 0)
+    return settings, path, records
+
+
+def _chunk_metas(settings, name="rated"):
+    from index.build import open_store
+
+    store = open_store(settings.index_dir(name), settings, name, create=False)
+    return store._col.get(include=["metadatas"])["metadatas"]
+
+
+@pytest.mark.integration
+def test_real_index_rating_filter_and_chunk_metadata(real_rated, real_embedder):
+    from rag.retrieve import Retriever
+
+    settings, _, records = real_rated
+    means = {r["id"]: _mean(r["ratings_2025_11_22"]) for r in records}
+    high = {pid for pid, m in means.items() if m is not None and m >= 6}
+    assert 0 < len(high) < N_REAL - 4 and sum(m is None for m in means.values()) == 4
+
+    metas = _chunk_metas(settings)
+    assert {m["paper_id"] for m in metas} == set(means)
+    for m in metas:
+        ratings = next(r["ratings_2025_11_22"] for r in records if r["id"] == m["paper_id"])
+        assert m["n_ratings"] == len(ratings)
+        if ratings:
+            assert m["rating"] == pytest.approx(means[m["paper_id"]])
+        else:
+            assert "rating" not in m
+
+    retriever = Retriever.open(settings, real_embedder, "rated")
+    filters = Filters.parse(["rating>=6"])
+    for question in ("large language models reasoning", "graph neural networks",
+                     "diffusion models for image generation"):
+        res = retriever.search(question, k=10, filters=filters, evidence=False)
+        assert len(res.hits) == min(10, len(high))
+        assert {h.id for h in res.hits} <= high, question
+        assert all(h.paper.rating["mean"] >= 6 for h in res.hits)
+    everything = retriever.search("learning", k=N_REAL, filters=filters, evidence=False)
+    assert {h.id for h in everything.hits} <= high
+    unfiltered = retriever.search("learning", k=N_REAL, evidence=False)
+    assert {h.id for h in unfiltered.hits} - high  # without the filter, others come back
+
+
+@pytest.mark.integration
+def test_real_index_new_ratings_are_a_metadata_only_update(real_rated, real_embedder):
+    from index.build import build_index
+    from rag.retrieve import Retriever
+
+    settings, path, records = real_rated
+    means = {r["id"]: _mean(r["ratings_2025_11_22"]) for r in records}
+    up = next(r for r in records if means[r["id"]] is not None and means[r["id"]] < 6)
+    down = next(r for r in records if means[r["id"]] is not None and means[r["id"]] >= 6)
+    gone = next(r for r in records
+                if r is not down and r is not up and means[r["id"]] is not None)
+    up["ratings_2025_11_22"], down["ratings_2025_11_22"] = [9, 9], [1, 2]
+    gone["ratings_2025_11_22"] = []
+    write_jsonl(path, records)
+
+    summary = build_index(path, settings=settings, embedder=real_embedder, name="rated",
+                          progress=False, log=lambda m: None)
+    assert (summary.embedded, summary.updated_metadata, summary.unchanged) == (0, 3, N_REAL - 3)
+    by_paper = {}
+    for m in _chunk_metas(settings):
+        by_paper.setdefault(m["paper_id"], set()).add((m.get("rating"), m["n_ratings"]))
+    assert by_paper[up["id"]] == {(9.0, 2)}
+    assert by_paper[down["id"]] == {(1.5, 2)}
+    assert by_paper[gone["id"]] == {(None, 0)}
+
+    retriever = Retriever.open(settings, real_embedder, "rated")
+    filters = Filters.parse(["rating>=6"])
+    found_up = retriever.search(up["title"], k=5, filters=filters, evidence=False)
+    assert found_up.hits[0].id == up["id"]
+    for r in (down, gone):
+        res = retriever.search(r["title"], k=N_REAL, filters=filters, evidence=False)
+        assert r["id"] not in {h.id for h in res.hits}
+    assert down["id"] in {h.id for h in
+                          retriever.search(down["title"], k=5, evidence=False).hits}
