@@ -11,7 +11,9 @@ match. Chunks of one paper are merged before ranking, so one paper never takes s
 from __future__ import annotations
 
 import logging
+import re
 import time
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -39,6 +41,51 @@ MAX_EVIDENCE_SENTENCES = 40
 MIN_DENSE_PAPERS = 50
 #: ... or it has fetched this many chunks (bounds the cost of a pathological corpus).
 MAX_DENSE_CHUNKS = 12800
+#: A name in the question (:func:`question_names`) puts first the papers that use it, when at
+#: most this many papers do (a name many papers use, such as GRPO or LoRA, is a topic: fusion
+#: ranks those).
+MAX_NAMED_PAPERS = 3
+
+_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9+_.-]*[A-Za-z0-9+]|[A-Za-z0-9]")
+
+
+def fold(text: str) -> str:
+    """Lower-case letters and digits only: names compare regardless of case, hyphens and spacing
+    (``Part-X-MLLM``, ``part x mllm`` -> ``partxmllm``)."""
+    return re.sub(r"[^a-z0-9]", "", unicodedata.normalize("NFKC", text).lower())
+
+
+def name_like(word: str) -> bool:
+    """True for a word written like a coined method or model name: a capital right after a
+    lower-case letter (StepORLM, LoRA, DreamOn, pySpatial), five or more capitals (RFTHGS; not
+    the field's short acronyms: ECG, PSNR), letters with digits (llama3, Qwen2.5), or inner
+    hyphens with a capital (Part-X-MLLM)."""
+    letters = [c for c in word if c.isalpha()]
+    if not letters:
+        return False
+    camel = any(a.islower() and b.isupper() for a, b in zip(word, word[1:]))
+    caps = sum(c.isupper() for c in letters) >= 5 and all(c.isupper() for c in letters)
+    digits = any(c.isdigit() for c in word) and len(letters) >= 2
+    parts = [x for x in word.split("-") if x]
+    hyphen = len(parts) >= 2 and sum(any(c.isupper() for c in x) for x in parts) >= 2
+    return camel or caps or digits or hyphen
+
+
+def question_names(question: str) -> list[str]:
+    """The name-like words of ``question`` (:func:`name_like`), in order, at least 3 letters
+    or digits long once folded."""
+    return [w for w in _WORD.findall(question) if name_like(w) and len(fold(w)) >= 3]
+
+
+def title_name(title: str) -> str:
+    """The folded name a title gives its method: the part before ":" when it is one
+    :func:`name_like` word ("StepORLM: A Self-Evolving ..." -> ``steporlm``; not "Never
+    Saddle: ..." or "Prism: ...", which are plain words), else ``""``."""
+    head, sep, _ = title.partition(":")
+    head = head.strip()
+    if not sep or len(head.split()) != 1 or not name_like(head):
+        return ""
+    return fold(head)
 
 
 @dataclass
@@ -139,6 +186,7 @@ class Retriever:
         self.settings = settings
         self.name = name
         self._paper_rows = np.array([pid in papers for pid in lexical.ids])
+        self._title_names: dict[str, list[str]] | None = None
 
     @classmethod
     def open(cls, settings, embedder, name: str | None = None) -> "Retriever":
@@ -212,6 +260,59 @@ class Retriever:
         ids = [self.lexical.ids[i] for i in top if scores[i] > 0]
         return Ranking(ids, [float(scores[self.lexical.row[i]]) for i in ids])
 
+    def search_texts(self) -> dict[str, str]:
+        """Each paper's normalised BM25 text (title, keywords, abstract; :func:`index.build.
+        search_text`), read once from the catalog (about 30 MB for 20k papers)."""
+        if getattr(self, "_search_texts", None) is None:
+            catalog = Catalog(self.settings.index_dir(self.name) / "papers.sqlite")
+            self._search_texts = {p.id: text for p, text in catalog.papers() if p.id in self.papers}
+        return self._search_texts
+
+    def title_names(self) -> dict[str, list[str]]:
+        """Folded title name (:func:`title_name`) -> ids of the papers whose title has it."""
+        if self._title_names is None:
+            names: dict[str, list[str]] = {}
+            for pid, paper in self.papers.items():
+                name = title_name(paper.title)
+                if len(name) >= 3:
+                    names.setdefault(name, []).append(pid)
+            self._title_names = names
+        return self._title_names
+
+    def named(self, question: str, allowed: set[str] | None = None) -> list[str]:
+        """Ids of the papers the question names, in question order: a title's name written in
+        the question in any case and spacing ("steporlm", "part x mllm": its 1-3 word spans,
+        folded; a name in capitals that is also a word, such as SPEED or MIMIC, only when
+        written in capitals), and a name-like word (:func:`question_names`) that the lexical
+        index finds in at most :data:`MAX_NAMED_PAPERS` papers (same term rule as BM25, so
+        ``llama3-8b`` and ``Llama-3-8B`` agree). Only papers in ``allowed`` (when given) count."""
+        from rag.lexical import compound_terms
+
+        out: list[str] = []
+        words = _WORD.findall(question)
+        titles = self.title_names()
+        for size in range(min(3, len(words)), 0, -1):
+            for i in range(len(words) - size + 1):
+                span = words[i:i + size]
+                ids = titles.get(fold("".join(span)), [])
+                if not 0 < len(ids) <= MAX_NAMED_PAPERS:
+                    continue
+                head = self.papers[ids[0]].title.partition(":")[0]
+                if head.isupper() and not ("".join(span).isupper() or name_like("".join(span))):
+                    continue
+                out += ids
+        for name in question_names(question):
+            joined = compound_terms(unicodedata.normalize("NFKC", name).lower())
+            terms = query_terms(joined[0]) if joined else query_terms(name)
+            if len(terms) != 1:
+                continue
+            scores = self.lexical.scores(terms[0])
+            docs = np.flatnonzero(scores > 0)
+            if 0 < len(docs) <= MAX_NAMED_PAPERS:
+                out += [self.lexical.ids[i] for i in docs[np.argsort(-scores[docs])]]
+        out = [pid for pid in dict.fromkeys(out) if pid in self.papers]
+        return [pid for pid in out if allowed is None or pid in allowed]
+
     # -- the hybrid search ------------------------------------------------------------------------
     def search(self, question: str, k: int | None = None, filters: Filters | None = None,
                evidence: bool = True, feedback: bool = True) -> Retrieval:
@@ -258,6 +359,14 @@ class Retriever:
             if q2 is not None:
                 fused = self._fuse(self.dense(q2, filters, allowed), lexical, full)
                 meta["feedback_papers"] = top
+        named = self.named(question, allowed)
+        if named:  # the papers the question names come first, in fused order among themselves
+            top = max(fused.values(), default=0.0)
+            low = min(fused.values(), default=0.0) - 1.0
+            ranked = sorted(named, key=lambda pid: fused.get(pid, low), reverse=True)
+            for r, pid in enumerate(ranked):
+                fused[pid] = top + 1.0 + 0.01 * (len(ranked) - r)
+            meta["named"] = ranked
         order = sorted(fused, key=lambda pid: fused[pid], reverse=True)[:k]
         d = dict(zip(dense.ids, dense.scores))
         missing = [pid for pid in order if pid not in d]
