@@ -38,7 +38,16 @@ _COMPARE = [
     re.compile(r"^\s*(?:compare|contrast)\s+(?P<a>.+?)\s+(?:with|to|and|against|versus|vs\.?)\s+(?P<b>.+?)\s*[?.!]*\s*$", re.I),
     re.compile(r"^\s*(?:what(?:'s| is| are) the differences?\s+between)\s+(?P<a>.+?)\s+and\s+(?P<b>.+?)\s*[?.!]*\s*$", re.I),
     re.compile(r"^(?P<a>.+?)\s+(?:vs\.?|versus)\s+(?P<b>.+?)\s*[?.!]*\s*$", re.I),
+    # "Which is better: the paper that does A, or the one that does B?" (sides described, not
+    # named: each must be a clause of OR_SIDE_WORDS words or more, see split_comparison)
+    re.compile(r"^\s*(?:which\s+(?:one\s+|paper\s+|method\s+|approach\s+)?(?:is|works|"
+               r"performs|should I (?:use|pick|read))\s+(?:better|best|stronger|faster|more \w+)?"
+               r"\s*[:,-]?\s*)?(?P<a>(?:the|a)\s+.+?),?\s+or\s+(?P<b>(?:the|a)\s+.+?)"
+               r"\s*[?.!]*\s*$", re.I),
 ]
+#: Words each side of an "A or B" comparison needs (shorter "X or Y" is a topic: "papers on
+#: pruning or quantization").
+OR_SIDE_WORDS = 6
 
 
 @dataclass
@@ -161,6 +170,44 @@ def follows(question: str, turn: Turn) -> bool:
     return refers_back(question) or not new_names(question, turn.discussed)
 
 
+# "And for vision transformers?", "What about diffusion models?", "How about in robotics?",
+# "Same for GNNs?": the previous question's topic, asked of another subject.
+_NEW_SUBJECT = re.compile(
+    r"^\s*(?:(?:and|but|ok(?:ay)?|now|then),?\s+)?(?:(?:what|how)\s+about\s+(?:for\s+|in\s+|on\s+|"
+    r"with\s+)?|(?:and|but|now|then)\s+(?:for|in|on|with|among)\s+|(?:the\s+)?same\s+(?:for|in|on|"
+    r"with)\s+)(?P<s>[^?.!]{3,80}?)\s*[?.!]*\s*$", re.I)
+
+
+def new_subject(question: str) -> str | None:
+    """The new subject of a question that keeps the previous topic and changes what it is asked
+    of ("And for vision transformers?" -> ``vision transformers``), or None. A subject that
+    points back ("what about its results?", "and for that paper?") is no new subject: it is a
+    follow-up about the papers under discussion."""
+    m = _NEW_SUBJECT.match(question)
+    if not m:
+        return None
+    subject = m.group("s").strip()
+    if _STRONG_ANAPHORA.search(subject) or _ANAPHORA.search(subject):
+        return None
+    return subject
+
+
+def with_new_subject(question: str, history: list[Turn]) -> str | None:
+    """The standalone question of a change of subject (:func:`new_subject`): the previous
+    turn's standalone question with the new subject ("Which papers study KV cache compression?"
+    then "And for vision transformers?" -> "Which papers study KV cache compression for vision
+    transformers?"); the previous turn's own change of subject is replaced, not stacked. None
+    when the question is no change of subject or there is no previous turn."""
+    subject = new_subject(question)
+    if not subject or not history:
+        return None
+    base = (history[-1].standalone or history[-1].question).strip()
+    earlier = new_subject(history[-1].question)
+    if earlier and base.rstrip(" ?.!").endswith(f" for {earlier}"):
+        base = base.rstrip(" ?.!")[: -len(f" for {earlier}")]
+    return f"{base.rstrip(' ?.!')} for {subject}?"
+
+
 def retrieval_query(question: str, history: list[Turn]) -> str:
     """The text retrieval runs for a turn: a follow-up is searched together with the previous
     turn's (standalone) question, which names its topic in the user's own words; measured on
@@ -184,8 +231,10 @@ def split_comparison(question: str) -> list[str] | None:
         if not m:
             continue
         a, b = m.group("a"), m.group("b")
-        if pattern is _COMPARE[-1] and len(a.split()) > 3 * len(b.split()):
+        if pattern is _COMPARE[3] and len(a.split()) > 3 * len(b.split()):
             continue  # "teaching X ... with RL versus plain SFT": one topic, two settings
+        if pattern is _COMPARE[-1] and min(len(a.split()), len(b.split())) < OR_SIDE_WORDS:
+            continue
         # "A, B and C" lists several papers on the first side; "on- and off-policy" (a hyphen
         # before "and") and a first side without a comma ("the paper on X and Y") are one paper
         plural = (m.groupdict().get("v") or "do").lower() in ("do", "are", "did")
@@ -194,8 +243,9 @@ def split_comparison(question: str) -> list[str] | None:
                  if listed else [a]) + [b]
         if len(sides) > 2 and not all(_side_ok(s) for s in sides):
             sides = [a, b]
-        sides = [re.sub(r"^(?:the|a|an)\s+(?:paper|work|method)\s+(?:on|about|that|which)?\s*", "", s,
-                        flags=re.I) or s for s in sides]
+        sides = [re.sub(r"^(?:the|a|an)\s+(?:paper|work|method|approach|one|model|technique|"
+                        r"framework|system|study|algorithm)\s+(?:on|about|that|which|where|"
+                        r"proposing)?\s*", "", s, flags=re.I) or s for s in sides]
         if all(_side_ok(s) for s in sides):
             return sides
     return None
