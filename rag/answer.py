@@ -21,7 +21,8 @@ from index.text import normalise, split_sentences
 from rag import citations as cit
 from rag import prompts
 from rag.conversation import (Turn, discussed_papers, follows, previous_papers_to_compare,
-                              refers_back, retrieval_query, split_comparison, standalone_question)
+                              refers_back, retrieval_query, split_comparison, standalone_question,
+                              with_new_subject)
 from rag.errors import InvalidQuestionError
 from rag.filters import Filters
 from rag.grounding import ground
@@ -144,7 +145,8 @@ class Plan:
     """What one turn is, before any model call: the standalone question, the hits (numbered from
     1), refusal, the question type (:data:`rag.compose.KINDS`), the hit numbers of the papers
     under discussion (``focus``) and the number of compared papers (``columns``, 0 when not a
-    comparison)."""
+    comparison). ``rewritten``: the turn changed the subject of the previous question ("And for
+    vision transformers?"), and ``standalone`` is the question it stands for."""
 
     standalone: str
     hits: list[Hit]
@@ -152,6 +154,7 @@ class Plan:
     kind: str = "lookup"
     focus: list[int] = field(default_factory=lambda: [1])
     columns: int = 0
+    rewritten: bool = False
 
 
 def retrieve_for(question: str, retriever, settings, *, k: int, filters: Filters | None,
@@ -182,6 +185,9 @@ def plan_turn(question: str, retriever, settings, *, k: int, filters: Filters | 
         if evidence:
             retriever.attach_evidence(question, hits)
         return Plan(standalone, hits, False, "compare", list(range(1, len(hits) + 1)), len(hits))
+    rewritten = with_new_subject(question, history)
+    if rewritten:  # the previous topic, asked of a new subject: a new search, not a follow-up
+        question, history = rewritten, []
     if classify(question) == "count":
         history = []  # "how many papers ..." is about the corpus, never about the last answer
     elif history and follows(question, history[-1]) and not refers_back(question):
@@ -239,7 +245,77 @@ def plan_turn(question: str, retriever, settings, *, k: int, filters: Filters | 
     kind = classify(question, followup=about is not None, comparison=comparison)
     if kind == "compare":
         focus = list(range(1, columns + 1))
-    return Plan(standalone, hits, refused, kind, focus, columns if comparison else 0)
+    return Plan(standalone, hits, refused, kind, focus, columns if comparison else 0,
+                rewritten=bool(rewritten))
+
+
+@dataclass
+class Reading:
+    """A question as :func:`understand` reads it: the text to search (``query``), every filter
+    to apply (the caller's and those said in words), notes to put in the answer (another
+    language, no authors in the list), ``sort`` ("rating" or ""), and ``direct``: when the
+    catalog answers the question by itself (a count or list with no topic, or nothing left to
+    search), ``(sentences, hits, kind, refused)``."""
+
+    query: str
+    filters: Filters
+    notes: list[AnswerSentence] = field(default_factory=list)
+    sort: str = ""
+    direct: tuple | None = None
+    count_topic: str = ""
+
+
+def understand(question: str, retriever, filters: Filters | None,
+               drop_filters: Sequence[str] = ()) -> Reading:
+    """Read filters, a rating order and the language from ``question`` (:mod:`rag.intent`)
+    and decide whether the catalog answers it alone (:mod:`rag.facets`)."""
+    from rag import facets
+    from rag.compose import classify, note
+    from rag.intent import has_topic
+    from rag.intent import read as read_intent
+
+    intent = read_intent(question, areas=area_names(retriever))
+    words = intent.filters.without(list(drop_filters)) if intent.filters else Filters()
+    notes: list[AnswerSentence] = []
+    authors = words.values.get("author", [])
+    if authors and not any(p.authors for p in retriever.papers.values()):
+        notes.append(note(f"This paper list has no author names (ICLR 2026 submissions were "
+                          f"anonymous when it was made), so papers by {', '.join(authors)} "
+                          "cannot be picked out."))
+        words = words.without([f"author={a}" for a in authors])
+    used = (filters or Filters()).merged(words) if words else (filters or Filters())
+    if intent.foreign:
+        notes.append(note(intent.language_note))
+    changed = bool(intent.phrases or intent.sort or intent.foreign)
+    query = intent.query if changed else question
+    if words:
+        notes.append(note(f"Searched only papers matching {', '.join(words.as_strings())}, as "
+                          "the question asks."))
+    reading = Reading(query, used, notes, intent.sort)
+    if classify(question) == "count" and has_topic(query):
+        reading.count_topic = reading.query = facets.topic_of(query)
+    if intent.foreign and not has_topic(intent.query) and not intent.filters:
+        reading.direct = ([], [], "lookup", True)
+    elif authors and not used and not has_topic(intent.query):
+        reading.direct = ([], [], "list", True)
+    elif not has_topic(query) and (classify(question) == "count" or used and changed):
+        sentences, hits = facets.facet_answer(question, retriever.papers, used or None,
+                                              facets.LISTED)
+        reading.direct = (sentences, hits, "count" if classify(question) == "count" else "list",
+                          False)
+    return reading
+
+
+def area_names(retriever) -> list[str]:
+    """The primary areas of the retriever's papers (cached on it)."""
+    names = getattr(retriever, "_area_names", None)
+    if names is None:
+        names = sorted({p.primary_area for p in retriever.papers.values() if p.primary_area})
+        try:
+            retriever._area_names = names
+        except AttributeError:
+            pass
+    return names
 
 
 def check_mode(name: str) -> str:
@@ -292,7 +368,7 @@ def answer_stream(question: str, *, retriever, generator, settings, k: int | Non
             or an unknown mode.
         BackendUnavailableError, GrammarError: from the model.
     """
-    from rag import compose, constrained
+    from rag import compose, constrained, facets
     from rag.refusal import MIN_DENSE
 
     t0 = time.perf_counter()
@@ -300,15 +376,59 @@ def answer_stream(question: str, *, retriever, generator, settings, k: int | Non
     question = check_question(question, settings.max_question_chars)
     requested = check_mode(mode or settings.answer_mode)  # before any work
     k = k or settings.k
-    plan = plan_turn(question, retriever, settings, k=k, filters=filters, history=history or [])
+    read = understand(question, retriever, filters, drop_filters)
+    applied = read.filters.as_strings()
+    if read.direct is not None:  # a count or list from the catalog, or nothing to search
+        sentences, hits, kind, refused = read.direct
+        timings = {"retrieve": ms()}
+        yield HitsEvent(question, hits, refused)
+        sentences = read.notes + sentences
+        text = compose.render(sentences)
+        timings["first_token"] = timings["total"] = ms()
+        yield TokenEvent(text)
+        yield DoneEvent(Answer(question, question, text, citations_for(sentences, hits), hits,
+                               refused=refused, sentences=sentences, timings_ms=timings,
+                               mode="extractive", kind=kind, filters_applied=applied,
+                               about_ids=[h.id for h in hits[:1]]))
+        return
+    search_k = max(k, facets.RATED_POOL) if read.sort == "rating" else k
+    plan = plan_turn(read.query, retriever, settings, k=search_k, filters=read.filters or None,
+                     history=history or [])
     standalone, hits = plan.standalone, plan.hits
     timings = {"retrieve": ms()}
     yield HitsEvent(standalone, hits, plan.refused)
     if plan.refused or not hits:
         timings["first_token"] = timings["total"] = ms()
-        text = cit.no_match(filters.as_strings()) if filters and not hits else cit.REFUSAL
-        yield DoneEvent(Answer(question, standalone, text, [], hits, refused=True,
-                               timings_ms=timings, mode="extractive", kind=plan.kind))
+        text = cit.no_match(applied) if applied and not hits else cit.REFUSAL
+        sentences = read.notes + [compose.note(text)] if read.notes else []
+        yield DoneEvent(Answer(question, standalone, compose.render(sentences) if sentences
+                               else text, [], hits, refused=True, sentences=sentences,
+                               timings_ms=timings, mode="extractive", kind=plan.kind,
+                               filters_applied=applied))
+        return
+    if read.sort == "rating" or read.count_topic:
+        cands = compose.candidates(read.query, hits, retriever.embedder)
+        if read.sort == "rating":
+            body, hits = facets.rated_answer(hits, cands)
+            kind = "rated"
+        else:
+            topic = read.count_topic
+            n = facets.topic_count(topic, retriever.papers, retriever.search_texts(), read.filters)
+            total = len(facets.matching(retriever.papers, read.filters))
+            numbers = [1] + compose.relevant_others(hits, cands, {1}, MIN_DENSE)
+            body = [facets.topic_count_head(topic, n, read.filters, total),
+                    compose.heading("The most relevant papers found:")]
+            body += [facets.rated_item(hits[i - 1], i, (cands[i] or [None])[0]) for i in numbers]
+            kind = "count"
+        sentences = compose.check(read.notes + body, hits, retriever.embedder,
+                                  settings.support_threshold)
+        text = compose.render(sentences)
+        timings["first_token"] = timings["total"] = ms()
+        yield TokenEvent(text)
+        yield DoneEvent(Answer(question, standalone, text, citations_for(sentences, hits), hits,
+                               sentences=sentences, timings_ms=timings, mode="extractive",
+                               kind=kind, filters_applied=applied,
+                               about_ids=[h.id for h in hits[:1]]))
         return
     embedder = retriever.embedder
     kind = plan.kind
@@ -317,8 +437,10 @@ def answer_stream(question: str, *, retriever, generator, settings, k: int | Non
         from rag.compare import build_comparison
 
         table = build_comparison(hits[:plan.columns or len(hits)], embedder)
-    extract = compose.compose(kind, question, hits, embedder, focus=plan.focus,
+    extract = compose.compose(kind, standalone if plan.rewritten else read.query, hits, embedder, focus=plan.focus,
                               comparison=table, min_dense=MIN_DENSE)
+    if read.notes:
+        extract = extract[:1] + read.notes + extract[1:]
     table_md = table.markdown if table is not None else ""
     head = compose.render(extract[:1], table_md)
     timings["first_token"] = ms()
@@ -355,7 +477,7 @@ def answer_stream(question: str, *, retriever, generator, settings, k: int | Non
         sentences=sentences, comparison=table.rows if table is not None else None,
         timings_ms=timings, mode=used, kind=kind,
         comparison_ids=[c.hit.id for c in table.columns] if table is not None else [],
-        unsupported=unsupported, model=model,
+        unsupported=unsupported, model=model, filters_applied=applied,
         about_ids=[hits[n - 1].id for n in about if 1 <= n <= len(hits)]))
 
 

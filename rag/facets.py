@@ -1,0 +1,159 @@
+"""Questions about the list itself, answered from the catalog, never from a model: counts of
+papers with a decision, area, rating or year ("How many oral papers are in the optimization
+area?"), counts of papers on a topic (by a stated rule), lists of the papers matching filters,
+and the relevant papers sorted by mean reviewer rating ("highest-rated papers on X").
+
+Every number here is counted over the index's catalog (:attr:`rag.retrieve.Retriever.papers`),
+so it is exact for the list that was indexed; the answer says which filters and which rule.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from typing import Sequence
+
+from index.text import normalise
+from rag.compose import direct, heading, item, note
+from rag.filters import Filters
+from rag.types import AnswerSentence, Hit, Paper
+
+#: How many relevant papers a "highest-rated ..." question sorts by rating (the answer says so).
+RATED_POOL = 20
+#: Papers listed under a count or a listing (the rest are counted, not shown).
+LISTED = 10
+# What a count question says before its topic: "how many papers are about", "number of works on"
+_COUNT_LEAD = re.compile(
+    r"^\s*(?:(?:how many|the number of|number of|count(?: of)?|total of)\s+(?:\w+\s+){0,2}?"
+    r"(?:papers?|works?|submissions?|articles?|studies|entries|publications)\s*"
+    r"(?:(?:are|were|is|was|did|do|have|has)\s+)?(?:there\s+)?(?:(?:in|at|from)\s+(?:this|the)\s+"
+    r"(?:index|list|corpus|conference)\s+)?(?:(?:that\s+)?(?:are\s+|were\s+)?(?:about|on|"
+    r"studying|study|use|using|propose|proposing|address|addressing|mention|mentioning|"
+    r"concerning|regarding|related to|deal(?:ing)? with|focus(?:ing)? on|in)\s+)?)", re.I)
+_TRAILER = re.compile(r"\s*(?:(?:in|at|from)\s+(?:this|the)\s+(?:index|list|corpus|conference)|"
+                      r"(?:at|in)\s+ICLR(?:\s+\d{4})?|are there|there are)?\s*[?.!]*\s*$", re.I)
+
+
+def describe(filters: Filters | None) -> str:
+    """The filters as the answer states them: ``status=oral, primary_area=optimization``."""
+    return ", ".join(filters.as_strings()) if filters else ""
+
+
+def matching(papers: dict[str, Paper], filters: Filters | None) -> list[Paper]:
+    """The papers of ``papers`` that ``filters`` admit (all without filters), in id order."""
+    return [p for _, p in sorted(papers.items()) if not filters or filters.matches(p)]
+
+
+def by_rating(papers: Sequence[Paper]) -> list[Paper]:
+    """``papers`` sorted by mean rating, best first (ties: more reviews first; unrated last,
+    in their given order)."""
+    def key(p: Paper):
+        r = p.rating
+        return (0, -r["mean"], -r["n"]) if r else (1, 0.0, 0)
+
+    return sorted(papers, key=key)
+
+
+def topic_of(question: str) -> str:
+    """The topic of a count question: its words after "how many papers are about" and before
+    "in this index?" ("How many papers are about reinforcement learning?" -> "reinforcement
+    learning"); ``""`` when there is none."""
+    rest = _COUNT_LEAD.sub("", question, count=1)
+    rest = _TRAILER.sub("", rest).strip(" ,;:")
+    return rest if rest != question.strip() else _TRAILER.sub("", question).strip()
+
+
+def phrase_pattern(topic: str) -> re.Pattern:
+    """The rule a topic count uses: the topic's words in order, each followed by an optional
+    plural "s", separated by spaces or hyphens, case-insensitive, on the normalised text
+    ("reinforcement learning" matches "Reinforcement-Learning" and "reinforcement learnings")."""
+    words = re.findall(r"[\w+]+", normalise(topic).lower())
+    body = r"[\s\-]+".join(re.escape(w) + r"(?:e?s)?" for w in words)
+    return re.compile(rf"(?<![\w]){body}(?![\w])", re.I)
+
+
+def topic_count(topic: str, papers: dict[str, Paper], texts: dict[str, str],
+                filters: Filters | None) -> tuple[int, int]:
+    """(papers whose title, keywords or abstract contain ``topic`` by :func:`phrase_pattern`,
+    of those how many in the title or keywords), over the papers ``filters`` admit.
+    ``texts`` are the BM25 search texts (:meth:`rag.retrieve.Retriever.search_texts`)."""
+    pattern = phrase_pattern(topic)
+    n = n_title = 0
+    for paper in matching(papers, filters):
+        if pattern.search(texts.get(paper.id, "")):
+            n += 1
+            head = normalise(paper.title) + " " + " ".join(normalise(k) for k in paper.keywords)
+            n_title += bool(pattern.search(head))
+    return n, n_title
+
+
+def status_breakdown(papers: Sequence[Paper]) -> str:
+    """``5,120 Accept (Poster), 223 Accept (Oral), ...``: status counts, most common first."""
+    counts = Counter(p.status or "no status" for p in papers)
+    return ", ".join(f"{n:,} {s}" for s, n in counts.most_common())
+
+
+def rated_item(hit: Hit, n: int, c) -> AnswerSentence:
+    """A list line with the paper's rating after its marker (``title [n] (rating 6.5 · 4
+    reviews, 5–8): “quote”``); the quote is what grounding checks."""
+    s = item(hit, n, c)
+    text = hit.paper.rating_text() or "unrated"
+    s.text = s.text.replace(f"[{n}]", f"[{n}] ({text})", 1)
+    return s
+
+
+def facet_answer(question: str, papers: dict[str, Paper], filters: Filters | None,
+                 k: int) -> tuple[list[AnswerSentence], list[Hit]]:
+    """A count or list of the papers matching ``filters``, no topic: the exact number, then
+    the first ``k`` by mean rating as the answer's papers. Returns (sentences, hits)."""
+    chosen = matching(papers, filters)
+    total = len(papers)
+    what = describe(filters)
+    if not chosen:
+        return [note(f"No paper in this index matches {what} (it holds {total:,} papers: "
+                     f"{status_breakdown(list(papers.values()))}).")], []
+    listed = by_rating(chosen)[:k]
+    hits = [Hit(p, float(len(listed) - i)) for i, p in enumerate(listed)]
+    numbers = list(range(1, len(hits) + 1))
+    if what:
+        head = f"{len(chosen):,} of the {total:,} papers in this index match {what}."
+    else:
+        head = (f"This index holds {total:,} papers: "
+                f"{status_breakdown(list(papers.values()))}.")
+    out = [direct(head, [])]
+    rated = sum(1 for p in chosen if p.rating)
+    order = "by mean reviewer rating" if rated else "in list order"
+    out.append(heading(f"The first {len(hits)} {order}:" if len(chosen) > len(hits)
+                       else f"All of them, {order}:"))
+    out += [rated_item(h, n, None) for n, h in zip(numbers, hits)]
+    return out, hits
+
+
+def topic_count_head(topic: str, count: tuple[int, int], filters: Filters | None,
+                     total: int) -> AnswerSentence:
+    """The statement of a topic count, with its rule."""
+    n, n_title = count
+    scope = f"the {total:,} papers matching {describe(filters)}" if filters else \
+        f"the {total:,} papers in this index"
+    return note(f"{n:,} of {scope} contain the phrase “{topic}” in their title, keywords or "
+                f"abstract ({n_title:,} of them in the title or keywords). That is the rule "
+                "counted here: a paper about the topic in other words is not counted, and a "
+                "passing mention is.")
+
+
+def rated_answer(hits: Sequence[Hit], cands) -> tuple[list[AnswerSentence], list[Hit]]:
+    """The relevant ``hits`` re-ordered by mean reviewer rating, each line showing its rating.
+    ``cands`` are :func:`rag.compose.candidates` keyed by the hits' *original* numbers.
+    Returns (sentences, hits in their new order)."""
+    order = by_rating([h.paper for h in hits])
+    index = {h.id: i for i, h in enumerate(hits)}
+    new_hits = [hits[index[p.id]] for p in order]
+    numbers = list(range(1, len(new_hits) + 1))
+    out = [direct(f"The {len(new_hits)} most relevant papers, sorted by mean reviewer rating "
+                  "(unrated papers last):", numbers)]
+    for n, h in zip(numbers, new_hits):
+        c = (cands.get(index[h.id] + 1) or [None])[0]
+        if c is not None:
+            c = type(c)(n, c.text, c.pos, c.score)
+        out.append(rated_item(h, n, c))
+    return out, new_hits
