@@ -296,6 +296,21 @@ def test_without_removes_named_entries_only():
     assert f.as_strings() == ["status=Oral", "rating>=6", "rating<9", "author=Bengio"]  # unchanged
 
 
+@pytest.mark.parametrize("argv_filter,message", [
+    ("rating>=abc", "rating filter needs a number, got 'abc' (e.g. rating>=6)"),
+    ("rating", "rating filter 'rating' needs a comparison"),  # bash ate an unquoted '>=6'
+])
+def test_cli_rating_filter_errors_are_one_line(tmp_path, monkeypatch, capsys, argv_filter,
+                                               message):
+    from rag.cli import _parser, main
+
+    assert _parser().parse_args(["ask", "q", "--filter", "rating>=6"]).filter == ["rating>=6"]
+    monkeypatch.setenv("PAPERCHAT_HOME", str(tmp_path / "home"))
+    assert main(["ask", "what is new?", "--filter", argv_filter]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"paperchat: error: {message}")
+
+
 # --- both search sides agree (fake embedder, real Chroma) -----------------------------------------
 #: ratings given to the seed papers by position (None: unrated); means 3.0 ... 8.0
 SEED_RATINGS = [[3], [4, 5], [6, 6, 6, 6], [5, 7], [8], None, [6, 7, 5], [5, 6, 6], [7, 8, 9],
