@@ -59,11 +59,11 @@ def status_tier(status: str) -> str:
     """Normalised decision of a status string: oral, spotlight, poster, accept, reject,
     withdrawn, workshop or '' (unknown). ICLR 2026 says 'Accept (Oral)', 2018 says 'Oral'."""
     s = status.lower()
+    if "not accepted" in s:  # "Not accepted (Reject, or withdrawn after 2025-11-22)"
+        return "reject"
     for tier in ("oral", "spotlight", "poster", "workshop", "withdraw", "reject"):
         if tier in s:
             return "withdrawn" if tier == "withdraw" else tier
-    if "not accepted" in s:
-        return "reject"
     return "accept" if "accept" in s else ""
 
 

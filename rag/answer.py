@@ -288,21 +288,22 @@ def understand(question: str, retriever, filters: Filters | None,
         notes.append(note(intent.language_note))
     changed = bool(intent.phrases or intent.sort or intent.foreign)
     query = intent.query if changed else question
-    if words:
+    counting = classify(question) == "count"
+    catalog_only = not has_topic(query) and (counting or bool(used) and changed)
+    if words and not catalog_only:  # a catalog answer states its filters in its first line
         notes.append(note(f"Searched only papers matching {', '.join(words.as_strings())}, as "
                           "the question asks."))
     reading = Reading(query, used, notes, intent.sort)
-    if classify(question) == "count" and has_topic(query):
+    if counting and has_topic(query):
         reading.count_topic = reading.query = facets.topic_of(query)
     if intent.foreign and not has_topic(intent.query) and not intent.filters:
         reading.direct = ([], [], "lookup", True)
     elif authors and not used and not has_topic(intent.query):
         reading.direct = ([], [], "list", True)
-    elif not has_topic(query) and (classify(question) == "count" or used and changed):
+    elif catalog_only:
         sentences, hits = facets.facet_answer(question, retriever.papers, used or None,
                                               facets.LISTED)
-        reading.direct = (sentences, hits, "count" if classify(question) == "count" else "list",
-                          False)
+        reading.direct = (sentences, hits, "count" if counting else "list", False)
     return reading
 
 
@@ -382,7 +383,7 @@ def answer_stream(question: str, *, retriever, generator, settings, k: int | Non
         sentences, hits, kind, refused = read.direct
         timings = {"retrieve": ms()}
         yield HitsEvent(question, hits, refused)
-        sentences = read.notes + sentences
+        sentences = sentences[:1] + read.notes + sentences[1:]
         text = compose.render(sentences)
         timings["first_token"] = timings["total"] = ms()
         yield TokenEvent(text)
@@ -420,7 +421,7 @@ def answer_stream(question: str, *, retriever, generator, settings, k: int | Non
                     compose.heading("The most relevant papers found:")]
             body += [facets.rated_item(hits[i - 1], i, (cands[i] or [None])[0]) for i in numbers]
             kind = "count"
-        sentences = compose.check(read.notes + body, hits, retriever.embedder,
+        sentences = compose.check(body[:1] + read.notes + body[1:], hits, retriever.embedder,
                                   settings.support_threshold)
         text = compose.render(sentences)
         timings["first_token"] = timings["total"] = ms()

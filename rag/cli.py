@@ -84,6 +84,9 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument("--answers", action="store_true",
                     help="run the real answer path (model, mode) and score the answers; the "
                     "other modes run in the same process as baselines")
+    ev.add_argument("--checks", action="store_true",
+                    help="the file holds questions with checks (tests/data/dev_conference.jsonl): "
+                    "run the answer path and score them")
     ev.add_argument("--answer-mode", default=None, choices=ANSWER_MODES,
                     help="the mode scored with --answers (default: settings, i.e. auto)")
     ev.add_argument("--model", default=None, help="GGUF file (default: bundled SmolLM2-135M)")
@@ -213,6 +216,13 @@ def cmd_eval(args) -> int:
     from rag.evaluate import format_report, run_eval
 
     settings = _settings(args)
+    if args.checks:
+        from rag.evaluate_checks import format_checks, run_checks
+
+        report = run_checks(args.queries, settings)
+        print(json.dumps(report, indent=2, ensure_ascii=False) if args.json
+              else format_checks(report))
+        return 0
     if args.answers:
         from rag.evaluate_answers import format_answer_report, run_answer_eval
 

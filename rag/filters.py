@@ -47,6 +47,12 @@ _RATING_HELP = "rating>=6, rating>6, rating<=5, rating<4 or rating=6"
 _ITEM = re.compile(r"^([^=<>]*?)\s*(>=|<=|==|=|>|<)(.*)$", re.S)
 
 
+#: Status words matched by the chunks' ``tier`` metadata. Rejected and withdrawn papers go
+#: through ``allowed_ids`` instead: indexes built before index.build.status_tier learned that
+#: "Not accepted (Reject, or withdrawn after ...)" is a rejection stored ``tier=withdrawn``.
+CHUNK_TIERS = frozenset(w for w, t in TIERS.items() if t in ("oral", "spotlight", "poster"))
+
+
 class FilterError(PaperchatError, ValueError):
     """A filter string is not ``FIELD=VALUE`` (or ``rating<op>NUMBER``) with a known field."""
 
@@ -254,7 +260,8 @@ class Filters:
         clauses: list[dict[str, Any]] = []
         ids_used = False
         for key, wanted in self.values.items():
-            if key == "status" and all(w.lower() in TIERS or w.lower() in ACCEPTED for w in wanted):
+            if key == "status" and all(w.lower() in CHUNK_TIERS or w.lower() in ACCEPTED
+                                       for w in wanted):
                 ors: list[dict[str, Any]] = []
                 for w in wanted:
                     w = w.lower()

@@ -27,6 +27,9 @@ _TIER_BEFORE = re.compile(rf"\b(orals?|spotlights?|posters?|rejected|withdrawn|a
 _TIER_AFTER = re.compile(rf"\b{_PAPERS}\s+(?:(?:that|which)\s+)?(?:(?:were|was|got|are|is|have been|"
                          r"has been)\s+)?(rejected|withdrawn|accepted)(?:\s+as\s+(?:an?\s+)?"
                          r"(orals?|spotlights?|posters?))?\b", re.I)
+# "How many papers by X were rejected?": the decision said at the end, after other words
+_TIER_PASSIVE = re.compile(r"\b(?:were|was|got|have been|has been)\s+(rejected|withdrawn|accepted)"
+                           r"\s*[?.!]*\s*$", re.I)
 # "among the orals", "accepted as an oral", "oral presentations", "the orals"
 _TIER_ALONE = re.compile(r"\b(?:(?:among|in|from|of)\s+(?:the\s+)?(orals|spotlights|posters)|"
                          r"accepted\s+as\s+(?:an?\s+)?(orals?|spotlights?|posters?)|"
@@ -159,6 +162,9 @@ def read(question: str, *, areas: list[str] = ()) -> Intent:
         take(m, "status", _TIER_WORD[m.group(1).lower()], m.start(1), m.end(1))
     for m in _TIER_AFTER.finditer(question):
         take(m, "status", _TIER_WORD[(m.group(2) or m.group(1)).lower()], m.start(1), m.end())
+    if not _TIER_AFTER.search(question):
+        for m in _TIER_PASSIVE.finditer(question):
+            take(m, "status", _TIER_WORD[m.group(1).lower()], m.start(), m.start(1) + len(m.group(1)))
     for m in _TIER_ALONE.finditer(question):
         word = next(g for g in m.groups() if g)
         take(m, "status", _TIER_WORD[word.lower()])
@@ -189,8 +195,9 @@ def read(question: str, *, areas: list[str] = ()) -> Intent:
     for m in _SORT.finditer(question):
         sort = "rating"
         spans.append((m.start(), m.end()))
-    query = _without(question, spans)
-    filters = Filters(values) if values else Filters()
+    query = _without(question, spans) if spans else question
+    filters = Filters.parse([f"{k}{v}" if k == "rating" else f"{k}={v}"
+                             for k, vs in values.items() for v in vs]) if values else Filters()
     intent = Intent(question, query, filters, phrases, sort)
     if foreign_share(question) > FOREIGN_SHARE:
         intent.foreign = True

@@ -68,12 +68,15 @@ def is_out_of_corpus(question: str, hits: list[Hit], retriever,
 
     ``top_dense`` is the best chunk cosine similarity of the search (default: the best
     ``Hit.dense`` of ``hits``). A best cosine under :data:`MIN_DENSE` refuses unless the
-    question names the top paper outright (:func:`names_paper`).
+    question names the top paper outright: by its name (:meth:`rag.retrieve.Retriever.named`,
+    a strong lexical match) or :func:`names_paper`.
     """
     if not hits:
         return True
     best = top_dense if top_dense is not None else max(h.dense for h in hits)
-    if best < MIN_DENSE and not names_paper(question, hits[0]):
+    named = getattr(retriever, "named", None)
+    strong = bool(named and hits[0].id in named(question))  # a lexical match on its name
+    if best < MIN_DENSE and not strong and not names_paper(question, hits[0]):
         return True
     return bool(unknown_names(question, retriever))
 

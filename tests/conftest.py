@@ -172,3 +172,23 @@ def real_index(real_settings, real_embedder):
     build_index(SEED, settings=real_settings, embedder=real_embedder, progress=False,
                 log=lambda m: None)
     return Retriever.open(real_settings, real_embedder)
+
+
+@pytest.fixture(scope="session")
+def accepted_index(tmp_path_factory, real_embedder):
+    """Every accepted ICLR 2026 paper (../shared/data/iclr2026_accepted.jsonl, 5,358 papers)
+    indexed with the real embedder once per test session (about 3-5 min on 2 cores); returns
+    ``(settings, build summary, seconds)``. Skips when the shared data is absent."""
+    import time
+
+    from index.build import build_index
+    from rag.settings import Settings
+
+    path = SHARED_DATA / "iclr2026_accepted.jsonl"
+    if not path.is_file():
+        pytest.skip(f"{path} is absent (shared paper data beside the repo)")
+    settings = Settings(home=tmp_path_factory.mktemp("accepted_home"), index="iclr2026")
+    t0 = time.perf_counter()
+    summary = build_index(path, settings=settings, embedder=real_embedder, name="iclr2026",
+                          progress=False, log=lambda m: None)
+    return settings, summary, time.perf_counter() - t0

@@ -509,15 +509,9 @@ def test_build_interrupted_with_ctrl_c_resumes_exactly(tmp_path, settings, inter
 @pytest.mark.slow
 @pytest.mark.integration
 @pytest.mark.timeout(3600)
-def test_build_every_accepted_iclr2026_paper_with_the_real_embedder(tmp_path, real_embedder):
+def test_build_every_accepted_iclr2026_paper_with_the_real_embedder(accepted_index, real_embedder):
+    settings, summary, seconds = accepted_index  # built once per session (tests/conftest.py)
     path = SHARED_DATA / "iclr2026_accepted.jsonl"
-    if not path.is_file():
-        pytest.skip(f"{path} is absent (shared paper data beside the repo)")
-    settings = Settings(home=tmp_path / "home")
-    t0 = time.perf_counter()
-    summary = build_index(path, settings=settings, embedder=real_embedder, name="iclr2026",
-                          progress=False, log=lambda m: None)
-    seconds = time.perf_counter() - t0
     papers = load_papers(path).papers
     assert len(papers) == summary.papers == summary.embedded == 5358
     catalog = catalog_of(settings, "iclr2026")

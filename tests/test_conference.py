@@ -1,0 +1,362 @@
+"""Questions about the conference itself (issue 11): names and spelling variants, new topic or
+follow-up, described comparisons, filters said in words, ratings, counts, authors, other
+languages. Fast unit tests with fakes first, then the real models on the seed index and on
+every accepted ICLR 2026 paper (``tests/data/dev_conference.jsonl``)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from conftest import SEED, SHARED_DATA, ScriptedGenerator
+
+from rag.types import Answer, Hit, Paper
+
+DEV = Path(__file__).parent / "data" / "dev_conference.jsonl"
+AREAS = ["optimization", "reinforcement learning", "learning theory",
+         "applications to computer vision, audio, language, and other modalities",
+         "applications to robotics, autonomy, planning"]
+
+
+# --- the shared BM25 term rule -------------------------------------------------------------------
+@pytest.mark.parametrize("spelling", ["llama3-8b", "Llama-3-8B", "Llama 3 8B", "LLaMA-3 8B"])
+def test_model_size_spellings_share_one_term(spelling):
+    from rag.lexical import query_terms
+
+    assert "llama38b" in query_terms(spelling)
+
+
+@pytest.mark.parametrize("text,joined", [("Part-X-MLLM", "partxmllm"), ("Qwen2.5-7B", "qwen257b"),
+                                         ("qwen 2.5 7b", "qwen257b"), ("GPT-4o", "gpt4o"),
+                                         ("Go-Browse", "gobrowse")])
+def test_compound_names_get_a_joined_term(text, joined):
+    from rag.lexical import compound_terms
+
+    assert joined in compound_terms(text)
+
+
+@pytest.mark.parametrize("text", ["fine-tuning", "second-order", "RL-tuning", "in 2018 we",
+                                  "0.5 and 2018-2019", "rectified-flow"])
+def test_ordinary_hyphenated_words_and_numbers_get_no_joined_term(text):
+    from rag.lexical import compound_terms
+
+    assert compound_terms(text) == []
+
+
+def test_a_saved_bm25_index_from_the_old_term_rule_is_not_current(tmp_path):
+    from rag.lexical import VERSION_FILE, LexicalIndex
+
+    LexicalIndex.build(["a"], ["Llama-3-8B fine-tuning"]).save(tmp_path / "bm25")
+    assert LexicalIndex.is_current(tmp_path / "bm25")
+    (tmp_path / "bm25" / VERSION_FILE).write_text(json.dumps({"tokenizer": 1}))
+    assert not LexicalIndex.is_current(tmp_path / "bm25")
+
+
+# --- names in questions --------------------------------------------------------------------------
+@pytest.mark.parametrize("word,named", [("StepORLM", True), ("RFTHGS", True), ("LoRA", True),
+                                        ("Part-X-MLLM", True), ("llama3", True), ("GRPO", False),
+                                        ("ECG", False), ("Speculative", False), ("RL-tuning", False),
+                                        ("fine-tuning", False)])
+def test_name_like_words(word, named):
+    from rag.retrieve import name_like
+
+    assert name_like(word) is named
+
+
+@pytest.mark.parametrize("title,name", [("StepORLM: A Self-Evolving Framework", "steporlm"),
+                                        ("Part-X-MLLM: Part-aware 3D MLLM", "partxmllm"),
+                                        ("Never Saddle: Reparameterized Descent", ""),
+                                        ("Prism: a thing", ""), ("No colon in this title", "")])
+def test_title_names(title, name):
+    from rag.retrieve import title_name
+
+    assert title_name(title) == name
+
+
+# --- reading filters from words -------------------------------------------------------------------
+@pytest.mark.parametrize("question,filters,query", [
+    ("oral papers on diffusion", ["status=oral"], "papers on diffusion"),
+    ("rejected papers about protein folding", ["status=rejected"], "papers about protein folding"),
+    ("How many papers were withdrawn?", ["status=withdrawn"], "How many papers?"),
+    ("How many oral papers are in the optimization area?",
+     ["status=oral", "primary_area=optimization"], "How many papers?"),
+    ("Which accepted papers study KV cache compression?", ["status=accepted"],
+     "Which papers study KV cache compression?"),
+    ("papers rated 6 or higher on graph neural networks", ["rating>=6"],
+     "papers on graph neural networks"),
+    ("diffusion papers with a mean rating above 7", ["rating>7"], "diffusion papers"),
+    ("papers rated at most 4 about pruning", ["rating<=4"], "papers about pruning"),
+    ("GAN papers in 2018", ["year=2018"], "GAN papers"),
+    ("papers by Yoshua Bengio", ["author=Yoshua Bengio"], ""),
+    ("Which papers on LLM agents were accepted as orals?", ["status=oral"],
+     "Which papers on LLM agents?"),
+    ("spotlight papers in the computer vision area", ["status=spotlight", "primary_area="
+     "applications to computer vision, audio, language, and other modalities"], "papers"),
+])
+def test_filters_said_in_words(question, filters, query):
+    from rag.intent import read
+
+    intent = read(question, areas=AREAS)
+    assert sorted(intent.filters.as_strings()) == sorted(filters)
+    assert intent.query == query
+
+
+@pytest.mark.parametrize("question", [
+    "poster generation from scientific papers", "How many papers are about reinforcement learning?",
+    "papers on reinforcement learning for robotics", "What is the update time of the sparsifier?",
+    "a widely accepted assumption in optimization theory"])
+def test_topics_are_not_read_as_filters(question):
+    from rag.intent import read
+
+    intent = read(question, areas=AREAS)
+    assert not intent.filters and intent.query == question
+
+
+def test_highest_rated_asks_for_an_order_not_a_filter():
+    from rag.intent import read
+
+    intent = read("highest-rated papers on speculative decoding", areas=AREAS)
+    assert intent.sort == "rating" and not intent.filters
+    assert intent.query == "papers on speculative decoding"
+
+
+@pytest.mark.parametrize("question,foreign,query", [
+    ("扩散模型推理加速有哪些方法？", True, ""), ("GRPO 的改进方法", True, "GRPO"),
+    ("Quelles méthodes accélèrent la diffusion ?", False, "Quelles méthodes accélèrent la diffusion ?"),
+    ("What is GRPO?", False, "What is GRPO?")])
+def test_questions_in_another_script(question, foreign, query):
+    from rag.intent import read
+
+    intent = read(question)
+    assert intent.foreign is foreign and intent.query == query
+    assert ("English" in intent.language_note) is foreign
+
+
+def test_has_topic():
+    from rag.intent import has_topic
+
+    assert not has_topic("How many papers?") and not has_topic("") and not has_topic("list the papers")
+    assert has_topic("papers on diffusion") and has_topic("GRPO")
+
+
+# --- counts and lists from the catalog -----------------------------------------------------------
+def _paper(pid, status="Accept (Poster)", area="optimization", ratings=(), text="", title=None,
+           authors=()):
+    return Paper(pid, title or f"Paper {pid}", text or "An abstract.", list(authors),
+                 primary_area=area, status=status, ratings=list(ratings))
+
+
+def test_facet_count_is_exact_and_lists_by_rating():
+    from rag.facets import facet_answer
+    from rag.filters import Filters
+
+    papers = {p.id: p for p in [
+        _paper("a", "Accept (Oral)", ratings=[6, 8]), _paper("b", "Accept (Oral)", ratings=[8, 8]),
+        _paper("c", "Accept (Oral)", area="learning theory", ratings=[10]),
+        _paper("d", "Accept (Poster)", ratings=[9]), _paper("e", "Accept (Oral)")]}
+    sentences, hits = facet_answer("How many oral papers are in the optimization area?", papers,
+                                   Filters.parse(["status=oral", "primary_area=optimization"]), 10)
+    assert sentences[0].text.startswith("3 of the 5 papers in this index match")
+    assert [h.id for h in hits] == ["b", "a", "e"]  # mean 8, mean 7, unrated last
+    assert "(rating 8 · 2 reviews" in sentences[2].text or "(rating 8.0 · 2 reviews" in sentences[2].text
+
+
+def test_facet_count_of_nothing_says_what_the_index_holds():
+    from rag.facets import facet_answer
+    from rag.filters import Filters
+
+    papers = {"a": _paper("a"), "b": _paper("b", "Accept (Oral)")}
+    sentences, hits = facet_answer("How many papers were withdrawn?", papers,
+                                   Filters.parse(["status=withdrawn"]), 10)
+    assert hits == [] and "No paper in this index matches status=withdrawn" in sentences[0].text
+    assert "1 Accept (Poster)" in sentences[0].text and "1 Accept (Oral)" in sentences[0].text
+
+
+@pytest.mark.parametrize("question,topic", [
+    ("How many papers are about reinforcement learning?", "reinforcement learning"),
+    ("how many submissions use diffusion models in this conference?", "diffusion models"),
+    ("Number of papers on KV cache compression", "KV cache compression"),
+    ("How many papers are there?", "")])
+def test_topic_of_a_count_question(question, topic):
+    from rag.facets import topic_of
+    from rag.intent import has_topic
+
+    got = topic_of(question)
+    assert got == topic or (not topic and not has_topic(got))
+
+
+def test_topic_count_rule_counts_phrases_in_title_keywords_or_abstract():
+    from rag.facets import topic_count
+
+    papers = {p.id: p for p in [
+        _paper("a", title="Reinforcement-Learning for X"), _paper("b"), _paper("c"),
+        _paper("d", status="Reject")]}
+    texts = {"a": "reinforcement-learning for x. an abstract.",
+             "b": "paper b. we use reinforcement learnings here.",
+             "c": "paper c. reinforcement of learning is not the phrase.",
+             "d": "paper d. reinforcement learning."}
+    from rag.filters import Filters
+
+    assert topic_count("reinforcement learning", papers, texts, None) == (3, 1)
+    assert topic_count("reinforcement learning", papers, texts,
+                       Filters.parse(["status=accepted"])) == (2, 1)
+
+
+# --- conversations and comparisons ---------------------------------------------------------------
+@pytest.mark.parametrize("question,subject", [
+    ("And for vision transformers?", "vision transformers"),
+    ("What about diffusion language models?", "diffusion language models"),
+    ("how about in robotics", "robotics"), ("Same for GNNs?", "GNNs"),
+    ("What about its results?", None), ("And for that paper?", None),
+    ("What results does it report?", None), ("protein folding", None)])
+def test_new_subject(question, subject):
+    from rag.conversation import new_subject
+
+    assert new_subject(question) == subject
+
+
+def test_a_new_subject_replaces_the_previous_one_instead_of_stacking():
+    from rag.conversation import Turn, with_new_subject
+
+    first = Turn("Which papers study KV cache compression?",
+                 "Which papers study KV cache compression?")
+    second = Turn("And for vision transformers?",
+                  with_new_subject("And for vision transformers?", [first]))
+    assert second.standalone == "Which papers study KV cache compression for vision transformers?"
+    assert with_new_subject("What about diffusion models?", [first, second]) == \
+        "Which papers study KV cache compression for diffusion models?"
+
+
+@pytest.mark.parametrize("question,sides", [
+    ("Which is better: the paper that compresses KV caches with transform coding for compact "
+     "storage, or the one that reconstructs KV caches with cross-layer fusion in decoders?",
+     ["compresses KV caches with transform coding for compact storage",
+      "reconstructs KV caches with cross-layer fusion in decoders"]),
+    ("How does the method that trains a self-evolving framework with generative process "
+     "supervision compare with the one that fine-tunes a compact LLM for genetic search?",
+     ["trains a self-evolving framework with generative process supervision",
+      "fine-tunes a compact LLM for genetic search"]),
+    ("papers on pruning or quantization", None),
+    ("Is the paper on pruning better, or the one on quantization?", None)])
+def test_described_comparisons_are_split(question, sides):
+    from rag.conversation import split_comparison
+
+    assert split_comparison(question) == sides
+
+
+# --- the checks runner -----------------------------------------------------------------------------
+def test_dev_file_is_well_formed_and_about_40_questions():
+    from rag.evaluate_checks import load_checks
+
+    rows = load_checks(DEV)
+    assert 35 <= len(rows) <= 60
+    assert len({r["qid"] for r in rows}) == len(rows)
+    categories = {r["category"] for r in rows}
+    assert {"name", "variant", "topic_change", "filter", "rating", "count"} <= categories
+
+
+def test_checks_fail_when_the_answer_is_wrong():
+    from rag.evaluate_checks import check_answer
+
+    paper = _paper("x", "Accept (Poster)", ratings=[4])
+    ans = Answer("q", "q", "There are 12 papers.", [], [Hit(paper, 1.0)], kind="count",
+                 filters_applied=["status=oral"])
+    results = dict((n, ok) for n, ok, _ in check_answer(
+        {"top1": ["y"], "count": 11, "hits_status": "oral", "hits_rating_min": 6,
+         "filters": ["status=oral"], "kind": "count", "refused": False}, ans))
+    assert results == {"top1": False, "count": False, "hits_status": False,
+                       "hits_rating_min": False, "filters": True, "kind": True, "refused": True}
+
+
+def test_a_malformed_checks_line_is_named(tmp_path):
+    from rag.errors import PaperchatError
+    from rag.evaluate_checks import load_checks
+
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"question": "q", "expect": {"top1": ["a"]}}\n{"question": "q"}\n')
+    with pytest.raises(PaperchatError, match="line 2"):
+        load_checks(bad)
+
+
+# --- ICLR 2018: a list with authors (fake embedder: the filter is the catalog's) --------------------
+def test_papers_by_an_author_of_iclr2018(settings, fake_embedder):
+    from index.build import build_index
+    from rag.answer import answer
+    from rag.retrieve import Retriever
+
+    path = SHARED_DATA / "iclr2018.jsonl"
+    if not path.is_file():
+        pytest.skip(f"{path} is absent (shared paper data beside the repo)")
+    rows = [json.loads(line) for line in path.open(encoding="utf-8")]
+    want = {r["id"] for r in rows if "Yoshua Bengio" in (r.get("authors") or [])}
+    build_index(path, settings=settings, embedder=fake_embedder, name="iclr2018", progress=False,
+                log=lambda m: None)
+    retriever = Retriever.open(settings, fake_embedder, "iclr2018")
+    ans = answer("papers by Yoshua Bengio", retriever=retriever, generator=ScriptedGenerator(),
+                 settings=settings, k=5)
+    assert ans.filters_applied == ["author=Yoshua Bengio"]
+    assert int(re.match(r"(\d+)", ans.text).group(1)) == len(want) > 5
+    assert ans.hits and {h.id for h in ans.hits} <= want
+    ans = answer("How many papers by Yoshua Bengio were rejected?", retriever=retriever,
+                 generator=ScriptedGenerator(), settings=settings)
+    rejected = {r["id"] for r in rows if r["id"] in want and r["status"] == "Reject"}
+    assert int(re.match(r"(\d+)", ans.text).group(1)) == len(rejected)
+
+
+# --- real models ---------------------------------------------------------------------------------
+@pytest.mark.integration
+@pytest.mark.parametrize("question", ["Which paper proposes StepORLM?",
+                                      "Who are the authors of the StepORLM paper?",
+                                      "what is steporlm"])
+def test_a_short_name_question_on_the_seed_index_is_answered(question, real_index, real_settings,
+                                                              real_generator):
+    from rag.answer import answer
+
+    ans = answer(question, retriever=real_index, generator=real_generator, settings=real_settings)
+    assert not ans.refused and ans.hits[0].id == "ZrgxU8WMmG"
+
+
+@pytest.fixture(scope="module")
+def accepted_pipeline(accepted_index, real_embedder, real_generator):
+    from rag.pipeline import Pipeline
+
+    settings, _, _ = accepted_index
+    return Pipeline(settings, embedder=real_embedder, generator=real_generator)
+
+
+def _dev_rows():
+    return [json.loads(line) for line in DEV.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+@pytest.mark.slow
+@pytest.mark.integration
+@pytest.mark.parametrize("row", _dev_rows(), ids=lambda r: r["qid"])
+def test_dev_conference_question(row, accepted_pipeline):
+    """Each question of the dev file with the real models on the accepted list: every check."""
+    from rag.answer import answer
+    from rag.conversation import turn_after
+    from rag.evaluate_checks import check_answer
+
+    pipe = accepted_pipeline
+    history = []
+    for turn in row.get("turns") or []:
+        history.append(turn_after(answer(turn, retriever=pipe.retriever, generator=pipe.generator,
+                                         settings=pipe.settings, history=history)))
+    ans = answer(row["question"], retriever=pipe.retriever, generator=pipe.generator,
+                 settings=pipe.settings, history=history)
+    failed = [(name, seen) for name, ok, seen in check_answer(row["expect"], ans) if not ok]
+    assert not failed, failed
+
+
+@pytest.mark.slow
+@pytest.mark.integration
+def test_dev_conference_share_and_json(accepted_pipeline, capsys):
+    from rag.evaluate_checks import format_checks, run_checks
+
+    report = run_checks(DEV, accepted_pipeline.settings, pipeline=accepted_pipeline)
+    with capsys.disabled():
+        print("\n" + format_checks(report))
+    assert report["share"] >= 0.95 and report["checks"] >= 80
