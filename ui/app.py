@@ -171,9 +171,15 @@ class ChatApp:
     def __init__(self, pipeline, files_dir: Path | None = None):
         self.pipeline = pipeline
         self.settings = pipeline.settings
-        self.retriever = pipeline.retriever
+        _ = pipeline.retriever  # opened now: a broken index fails the start, not a question
         self.generator = pipeline.generator
         self.files_dir = Path(files_dir or tempfile.mkdtemp(prefix="paperchat-ui-"))
+
+    @property
+    def retriever(self):
+        """The retriever open now (for names and counts). Answers take
+        :meth:`rag.pipeline.Pipeline.current_retriever`, which reopens a re-indexed index."""
+        return self.pipeline.retriever
 
     # -- exports -----------------------------------------------------------------------------
     def write_exports(self, answers, session: str | None) -> dict[str, str]:
@@ -221,7 +227,10 @@ class ChatApp:
         user = {"role": "user", "content": render.user_markdown(question)}
         yield {"chat": past + [user, {"role": "assistant", "content": "_Searching the papers…_"}]}
 
-        events = answer_stream(question, retriever=self.retriever, generator=self.generator,
+        # checked per question (one stat of the manifest): a re-indexed index is used from the
+        # next question on; this one keeps the retriever it started with
+        retriever = self.pipeline.current_retriever()
+        events = answer_stream(question, retriever=retriever, generator=self.generator,
                                settings=self.settings, filters=filters, history=turns,
                                mode=mode or None)
         hits, standalone, text, final, last = [], question, "", None, 0.0
@@ -466,6 +475,18 @@ def launch(demo, *, host: str = "127.0.0.1", port: int = 7860, auth=None, block:
         footer_links=["api", "settings"], theme=theme(), css=render.CSS)
 
 
+def _say_index_reloads() -> None:
+    """Print the pipeline's notes (an index re-indexed on disk reopened, or not) on stderr, as
+    ``paperchat: ...`` lines like the rest of ``serve``'s output."""
+    logger = logging.getLogger("rag.pipeline")
+    if not any(getattr(h, "_paperchat", False) for h in logger.handlers):
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("paperchat: %(message)s"))
+        handler._paperchat = True
+        logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+
+
 def serve(settings, host: str = "127.0.0.1", port: int = 7860, auth: str | None = None) -> int:
     """``paperchat serve``: load the index and model, then serve until Ctrl-C. Returns 0.
 
@@ -479,6 +500,7 @@ def serve(settings, host: str = "127.0.0.1", port: int = 7860, auth: str | None 
         print(f"paperchat: warning: serving on {host} without --auth: anyone who can reach "
               f"port {port} can use this chat and its model; add --auth USER:PASS or bind "
               "127.0.0.1", file=sys.stderr)
+    _say_index_reloads()
     pipeline = Pipeline(settings)
     demo = build_app(pipeline)
     from rag import prompts
