@@ -356,6 +356,45 @@ def header_html(index: str, n_papers: int, model: str, auto_mode: str = "") -> s
             f'model <b>{esc(model)}</b>{mode} · runs locally</span></div>')
 
 
+# --- filter chips ---------------------------------------------------------------------------------
+def filter_chips_html(filters: Sequence[str]) -> str:
+    """The filters an answer's search used (:attr:`Answer.filters_applied`: the dropdowns' and
+    those read from the question's words) as chips, ``status=oral ×``; ``""`` when there are
+    none. Each chip's × is a ``<button class="pc-chip-x">`` whose ``data-filter`` holds the
+    filter string (the app asks the question again without it) and whose ``aria-label`` says
+    so. The filter text is escaped in the text and in the attributes (a filter read from the
+    question holds the user's words)."""
+    if not filters:
+        return ""
+    chips = []
+    for f in filters:
+        text = esc(f)
+        chips.append(f'<span class="pc-chip"><span class="pc-chip-text">{text}</span>'
+                     f'<button type="button" class="pc-chip-x" data-filter="{text}" '
+                     f'aria-label="Remove filter {text} and ask again" '
+                     f'title="Ask again without {text}"><span aria-hidden="true">×</span>'
+                     f'</button></span>')
+    return (f'<div class="pc-filters" role="group" aria-label="Filters used for this answer">'
+            f'<span class="pc-filters-label">Filters used:</span>{"".join(chips)}</div>')
+
+
+#: Styles of :func:`filter_chips_html` (added to :data:`CSS` by the app).
+CHIPS_CSS = """
+.pc-filters { display: flex; flex-wrap: wrap; align-items: center; gap: 6px; margin: 2px 0 6px; }
+.pc-filters-label { color: var(--body-text-color-subdued); font-size: 0.85rem; }
+.pc-chip { display: inline-flex; align-items: center; gap: 2px; padding: 1px 2px 1px 9px;
+  border-radius: 12px; font-size: 0.82rem; background: var(--color-accent-soft);
+  border: 1px solid var(--border-color-accent-subdued, var(--border-color-primary)); }
+.pc-chip-text { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; }
+button.pc-chip-x { border: 0; background: transparent; cursor: pointer; border-radius: 50%;
+  width: 1.5em; height: 1.5em; line-height: 1; font-size: 1rem; padding: 0;
+  color: var(--body-text-color-subdued); }
+button.pc-chip-x:hover, button.pc-chip-x:focus-visible { background: var(--color-accent);
+  color: white; }
+button.pc-chip-x:focus-visible { outline: 2px solid var(--color-accent); outline-offset: 1px; }
+"""
+
+
 CSS = """
 .gradio-container { max-width: 1400px !important; }
 .pc-header { display: flex; align-items: baseline; gap: 14px; flex-wrap: wrap; padding: 2px 2px 0; }
