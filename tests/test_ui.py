@@ -242,6 +242,47 @@ def test_filters_for_rejects_an_unknown_status():
         ui_app.filters_for("best", "any")
 
 
+def test_filter_chips_are_escaped_buttons_with_labels():
+    assert render.filter_chips_html([]) == ""
+    out = render.filter_chips_html(["status=oral", 'author=<img src=x onerror="a()">'])
+    assert out.startswith('<div class="pc-filters" role="group" '
+                          'aria-label="Filters used for this answer">')
+    assert ('<span class="pc-chip"><span class="pc-chip-text">status=oral</span>'
+            '<button type="button" class="pc-chip-x" data-filter="status=oral" '
+            'aria-label="Remove filter status=oral and ask again" '
+            'title="Ask again without status=oral"><span aria-hidden="true">×</span>'
+            '</button></span>') in out
+    assert out.count("<button") == 2 and "<img" not in out and 'onerror="' not in out
+    assert 'data-filter="author=&lt;img src=x onerror=&quot;a()&quot;&gt;"' in out
+    assert ('<span class="pc-chip-text">author=&lt;img src=x onerror=&quot;a()&quot;&gt;'
+            '</span>') in out
+
+
+@pytest.mark.parametrize("chip, applied, status, area, drops, expected", [
+    # a dropdown's filter: that dropdown goes back to "any"
+    ("status=oral", ["status=oral"], "oral", "any", [], ("any", "any", ["status=oral"])),
+    ("primary_area=learning theory", ["status=poster", "primary_area=learning theory"],
+     "poster", "learning theory", [], ("poster", "any", ["primary_area=learning theory"])),
+    # read from the question's words: the dropdowns stay, the filter is dropped
+    ("status=oral", ["status=oral", "primary_area=optimization"], "any", "optimization",
+     ["rating>=6"], ("any", "optimization", ["rating>=6", "status=oral"])),
+    ("rating>=6", ["rating>=6"], None, None, None, ("any", "any", ["rating>=6"])),
+    # the same filter from both: the dropdown resets and the words' copy is dropped too
+    ("status=Oral", ["status=Oral"], "oral", "any", ["status=Oral"],
+     ("any", "any", ["status=Oral"])),
+])
+def test_without_filter(chip, applied, status, area, drops, expected):
+    assert ui_app.without_filter(chip, applied, status, area, drops) == expected
+
+
+@pytest.mark.parametrize("chip", ["status=spotlight", "", None, ["status=oral"]])
+def test_without_filter_rejects_a_filter_the_answer_did_not_use(chip):
+    from rag.filters import FilterError
+
+    with pytest.raises(FilterError, match="not a filter of the last answer"):
+        ui_app.without_filter(chip, ["status=oral"], "oral", "any", [])
+
+
 def test_serve_warns_when_exposed_without_auth(monkeypatch, capsys, settings):
     launched = {}
 
@@ -425,6 +466,36 @@ def test_filters_restrict_the_sources(served):
     generator.enqueue("Nothing to see [1].")
     out = client(url).predict("hybrid genetic search", "any", "learning theory", api_name="/ask")
     assert out["hits"] and all(h["primary_area"] == "learning theory" for h in out["hits"])
+
+
+ORAL_CVRP = "oral papers on crossover operators for CVRP hybrid genetic search"
+
+
+def test_ask_drops_a_filter_read_from_the_question(served):
+    """Every seed paper is a poster: 'oral papers on ...' finds none until status=oral is
+    dropped (what a chip's x does for a filter said in words)."""
+    url, _, _ = served
+    c = client(url)
+    oral = c.predict(ORAL_CVRP, "any", "any", "extractive", api_name="/ask")
+    assert oral["filters_applied"] == ["status=oral"] and oral["hits"] == []
+    dropped = c.predict(ORAL_CVRP, "any", "any", "extractive", ["status=oral"], api_name="/ask")
+    assert dropped["filters_applied"] == [] and dropped["hits"][0]["id"] == CVRP
+    with pytest.raises(gradio_client.exceptions.AppError, match="drop_filters"):
+        c.predict(ORAL_CVRP, "any", "any", "extractive", ["x" * 201], api_name="/ask")
+
+
+def test_chat_shows_the_filters_used_as_chips(served):
+    url, _, _ = served
+    c = client(url)
+    *_, chips = c.predict("crossover operators for CVRP hybrid genetic search", "accepted",
+                          "optimization", "extractive", api_name="/chat")
+    assert 'data-filter="status=accepted"' in chips
+    assert 'data-filter="primary_area=optimization"' in chips
+    *_, chips = c.predict(ORAL_CVRP, "any", "any", "extractive", api_name="/chat")
+    assert 'data-filter="status=oral"' in chips and "primary_area" not in chips
+    *_, chips = c.predict("crossover operators for CVRP hybrid genetic search", "any", "any",
+                          "extractive", api_name="/chat")
+    assert chips == ""
 
 
 # --- the real models ------------------------------------------------------------------------

@@ -7,15 +7,25 @@ no analytics, no share link, bound to 127.0.0.1, no extra ``allowed_paths``, sys
 address without ``--auth``.
 
 Per browser session (``gr.State``, never global): the list of :class:`rag.conversation.Turn`
-that follow-ups are resolved against, and the session's answers (for export). Generation is
-serialised (one event at a time in the ``generate`` concurrency group) because the in-process
-model is.
+that follow-ups are resolved against, the session's answers (for export), and the filters the
+user removed from the last question. Generation is serialised (one event at a time in the
+``generate`` concurrency group) because the in-process model is.
+
+After an answer, the filters its search used (:attr:`Answer.filters_applied`: the dropdowns'
+and those read from the question's words, such as "oral papers on ..." -> ``status=oral``)
+show as chips above the sources; a chip's × asks the question again without that filter,
+replacing the answer as Regenerate does (:func:`without_filter`).
+
+Every question goes through :meth:`rag.pipeline.Pipeline.current_retriever`, so an index
+re-built by ``paperchat index`` while the app runs answers from the next question on. The
+header's paper count and the Primary area choices stay as they were at start (they are drawn
+once; a restart redraws them).
 
 Endpoints for ``gradio_client``: ``/chat`` (the UI's own, stateful per client session: question,
 status, primary area, answer mode -> the chat messages, the sources HTML, the BibTeX ...),
 ``/regenerate`` and ``/model_writes`` (the last question again, in the chosen mode or in
-``generative`` mode), and ``/ask`` (stateless: question, status, primary area, answer mode ->
-the ``paperchat ask --json`` object plus ``markdown``).
+``generative`` mode), and ``/ask`` (stateless: question, status, primary area, answer mode,
+optional ``drop_filters`` -> the ``paperchat ask --json`` object plus ``markdown``).
 """
 
 from __future__ import annotations
@@ -54,6 +64,16 @@ LOOPBACK_NAMES = {"localhost", "localhost.localdomain", "ip6-localhost"}
 ANSWER_MODES = ("auto",) + MODES
 
 
+#: Listens on the filter chips' container (its buttons are redrawn with each answer) and sends
+#: the clicked chip's filter string as the ``click`` event's data (``evt.filter``).
+CHIP_CLICK_JS = """
+element.addEventListener('click', (e) => {
+  const button = e.target.closest('button.pc-chip-x[data-filter]');
+  if (button) trigger('click', {filter: button.dataset.filter});
+});
+"""
+
+
 class UIConfigError(PaperchatError):
     """``--auth`` is neither ``USER:PASS`` nor a file holding it."""
 
@@ -78,6 +98,32 @@ def filters_for(status: str | None, area: str | None):
     if area and area.lower() != ANY:
         items.append(f"primary_area={area}")
     return Filters.parse(items)
+
+
+def without_filter(chip: str, applied, status: str | None, area: str | None,
+                   drops=()) -> tuple[str, str, list[str]]:
+    """The controls after the user removes filter ``chip`` from an answer whose search used
+    ``applied`` (:attr:`Answer.filters_applied`): ``(status, area, drop_filters)``. A filter
+    the Status or Primary area dropdown set sends that dropdown back to ``"any"``; every removed
+    filter also joins ``drop_filters`` (what :func:`rag.answer.answer_stream` takes), so the
+    same filter read from the question's words ("oral papers on ...") is not applied either
+    (the dropdowns' filters are never dropped by that list: resetting the dropdown does it).
+
+    Raises:
+        FilterError: ``chip`` is not one of ``applied`` (a stale or forged click).
+    """
+    from rag.filters import FilterError
+
+    if not isinstance(chip, str) or chip not in list(applied or ()):
+        raise FilterError(f"{str(chip)[:80]!r} is not a filter of the last answer")
+    status, area = status or ANY, area or ANY
+    key = chip.partition("=")[0].strip().lower()
+    if key == "status" and chip.lower() == f"status={status}".lower():
+        status = ANY
+    if key == "primary_area" and chip.lower() == f"primary_area={area}".lower():
+        area = ANY
+    drops = [d for d in (drops or []) if d != chip] + [chip]
+    return status, area, drops
 
 
 def area_choices(retriever) -> list[tuple[str, str]]:
@@ -159,6 +205,32 @@ def chat_messages(answers, threshold: float) -> list[dict]:
     return out
 
 
+#: Most filter strings a request may name in ``drop_filters`` (and chars per string).
+MAX_DROP_FILTERS = 20
+MAX_FILTER_CHARS = 200
+
+
+def _filter_list(items) -> list[str]:
+    """``drop_filters`` from a client: a list of strings (one string is a list of one).
+
+    Raises:
+        FilterError: anything else, more than :data:`MAX_DROP_FILTERS` or a string longer than
+            :data:`MAX_FILTER_CHARS`.
+    """
+    from rag.filters import FilterError
+
+    if items is None:
+        return []
+    if isinstance(items, str):
+        items = [items]
+    if not isinstance(items, (list, tuple)) or not all(isinstance(i, str) for i in items):
+        raise FilterError("drop_filters must be a list of filter strings such as 'status=oral'")
+    if len(items) > MAX_DROP_FILTERS or any(len(i) > MAX_FILTER_CHARS for i in items):
+        raise FilterError(f"drop_filters takes at most {MAX_DROP_FILTERS} filters of at most "
+                          f"{MAX_FILTER_CHARS} characters")
+    return [i for i in items if i.strip()]
+
+
 def _gr_error(exc: Exception, title: str = "paperchat"):
     # gr.Error renders its message as HTML: escape it (filter values come from the client)
     return gr.Error(html.escape(str(exc)), title=title, print_exception=False)
@@ -206,12 +278,15 @@ class ChatApp:
         return {k: str(v) for k, v in paths.items()} | {"cited_text": cited}
 
     # -- answering -----------------------------------------------------------------------------
-    def stream(self, question, status, area, turns, answers, session=None, mode=None
-               ) -> Iterator[dict[str, object]]:
+    def stream(self, question, status, area, turns, answers, session=None, mode=None,
+               drop_filters=()) -> Iterator[dict[str, object]]:
         """Answer one question, yielding partial UI states as plain dicts:
-        ``chat`` (messages), ``sources`` (HTML), and at the end ``turns``, ``answers`` and
-        ``exports`` (paths). ``mode``: an answer mode (:data:`ANSWER_MODES`; default None:
-        ``settings.answer_mode``). Raises ``gr.Error`` for bad input, before any retrieval."""
+        ``chat`` (messages), ``sources`` (HTML), ``filters`` (the filters the search used, as
+        :attr:`Answer.filters_applied`: empty at the start, the answer's at the end), and at the
+        end ``turns``, ``answers`` and ``exports`` (paths). ``mode``: an answer mode
+        (:data:`ANSWER_MODES`; default None: ``settings.answer_mode``); ``drop_filters``:
+        filters read from the question's words not to apply (chips the user removed). Raises
+        ``gr.Error`` for bad input, before any retrieval."""
         from rag.answer import (DoneEvent, HitsEvent, TokenEvent, answer_stream, check_mode,
                                 check_question)
 
@@ -220,19 +295,21 @@ class ChatApp:
             filters = filters_for(status, area)
             if mode is not None:
                 check_mode(mode)
+            drop_filters = _filter_list(drop_filters)
         except PaperchatError as exc:
             raise _gr_error(exc, "Cannot ask that") from None
         turns, answers = list(turns or []), list(answers or [])
         past = chat_messages(answers, self.settings.support_threshold)
         user = {"role": "user", "content": render.user_markdown(question)}
-        yield {"chat": past + [user, {"role": "assistant", "content": "_Searching the papers…_"}]}
+        yield {"chat": past + [user, {"role": "assistant", "content": "_Searching the papers…_"}],
+               "filters": []}
 
         # checked per question (one stat of the manifest): a re-indexed index is used from the
         # next question on; this one keeps the retriever it started with
         retriever = self.pipeline.current_retriever()
         events = answer_stream(question, retriever=retriever, generator=self.generator,
                                settings=self.settings, filters=filters, history=turns,
-                               mode=mode or None)
+                               mode=mode or None, drop_filters=drop_filters)
         hits, standalone, text, final, last = [], question, "", None, 0.0
         try:
             for ev in events:
@@ -266,19 +343,22 @@ class ChatApp:
                "sources": render.sources_html(final.hits, answer=final, refused=final.refused,
                                               question=question,
                                               standalone=final.standalone_question),
+               "filters": list(final.filters_applied) or filters.as_strings(),
                "turns": turns, "answers": answers, "final": final,
                "exports": self.write_exports(answers, session)}
 
     def ask(self, question: str, status: str = ANY, area: str = ANY,
-            answer_mode: str = "auto") -> dict:
+            answer_mode: str = "auto", drop_filters=None) -> dict:
         """Stateless: the ``paperchat ask --json`` object for one question (``filters_applied``
         included), plus ``markdown`` (the answer and its references, as the conversation export
-        writes them)."""
+        writes them). ``drop_filters``: filters read from the question's words not to apply
+        (strings as in ``filters_applied``)."""
         from rag.cli import answer_json
         from rag.export import conversation_markdown
 
         final = None
-        for part in self.stream(question, status, area, [], [], mode=answer_mode or "auto"):
+        for part in self.stream(question, status, area, [], [], mode=answer_mode or "auto",
+                                drop_filters=drop_filters or ()):
             final = part.get("final", final)
         out = answer_json(final, filters_for(status, area))
         out["markdown"] = conversation_markdown([final])
@@ -300,6 +380,7 @@ def build_app(pipeline) -> gr.Blocks:
         turns = gr.State([])
         answers = gr.State([])
         last_question = gr.State("")
+        drops = gr.State([])  # filters the user removed from the last question (drop_filters)
 
         from rag.answer import resolve_mode
 
@@ -350,10 +431,12 @@ def build_app(pipeline) -> gr.Blocks:
                     bib = gr.Textbox(label="BibTeX of the cited papers", lines=6, max_lines=14,
                                      interactive=False, buttons=["copy"], elem_id="pc-bib")
             with gr.Column(scale=2, min_width=340, elem_id="pc-sources-col"):
+                # the filters the last answer used; a chip's x re-asks without it (remove_filter)
+                chips = gr.HTML("", elem_id="pc-filter-chips", js_on_load=CHIP_CLICK_JS)
                 sources = gr.HTML(idle_sources, elem_id="pc-sources", js_on_load=None)
 
         outputs = [chatbot, question, sources, turns, answers, last_question, bib, dl_cited,
-                   dl_all, dl_md]
+                   dl_all, dl_md, chips, drops]
 
         def to_updates(part: dict, *, first: bool = False) -> dict:
             upd: dict = {chatbot: part["chat"]}
@@ -361,6 +444,8 @@ def build_app(pipeline) -> gr.Blocks:
                 upd[question] = ""
             if "sources" in part:
                 upd[sources] = part["sources"]
+            if "filters" in part:
+                upd[chips] = render.filter_chips_html(part["filters"])
             if "exports" in part:
                 ex = part["exports"]
                 upd.update({turns: part["turns"], answers: part["answers"],
@@ -377,11 +462,13 @@ def build_app(pipeline) -> gr.Blocks:
                 upd = to_updates(part, first=first)
                 if first:
                     upd[last_question] = q
+                    upd[drops] = []  # a new question: every filter it reads applies
                 first = False
                 yield upd
 
-        def redo(st, ar, md, tr, an, lq, request, what: str):
-            """Answer the last question again (in mode ``md``), replacing its answer."""
+        def redo(st, ar, md, tr, an, lq, request, what: str, dr=()):
+            """Answer the last question again (in mode ``md``, without the filters ``dr`` read
+            from its words), replacing its answer."""
             tr, an = list(tr or []), list(an or [])
             q = lq or (an[-1].question if an else "")
             if not q:
@@ -390,18 +477,32 @@ def build_app(pipeline) -> gr.Blocks:
             if an and an[-1].question == q:
                 an, tr = an[:-1], tr[:-1]
             session = getattr(request, "session_hash", None)
-            for part in app.stream(q, st, ar, tr, an, session, mode=md):
+            for part in app.stream(q, st, ar, tr, an, session, mode=md, drop_filters=dr):
                 yield to_updates(part)
 
-        def regenerate(st, ar, md, tr, an, lq, request: gr.Request):
-            yield from redo(st, ar, md, tr, an, lq, request, "regenerate")
+        def regenerate(st, ar, md, tr, an, lq, dr, request: gr.Request):
+            yield from redo(st, ar, md, tr, an, lq, request, "regenerate", dr)
 
-        def let_model_write(st, ar, tr, an, lq, request: gr.Request):
+        def let_model_write(st, ar, tr, an, lq, dr, request: gr.Request):
             if an and an[-1].refused:  # nothing to write from: say so instead of a silent redo
                 gr.Warning("No paper in this index answers the last question, so there is "
                            "nothing for the model to write from.")
                 return
-            yield from redo(st, ar, "generative", tr, an, lq, request, "rewrite")
+            yield from redo(st, ar, "generative", tr, an, lq, request, "rewrite", dr)
+
+        def remove_filter(st, ar, md, tr, an, lq, dr, evt: gr.EventData, request: gr.Request):
+            """A chip's x: the last question again without that filter (its dropdown back to
+            "any", or the filter read from its words dropped), replacing its answer."""
+            chip = (getattr(evt, "_data", None) or {}).get("filter")
+            last = list(an or [])[-1:]
+            try:
+                st, ar, dr = without_filter(chip, last[0].filters_applied if last else [], st,
+                                            ar, dr)
+            except PaperchatError as exc:
+                gr.Warning(f"Nothing removed: {html.escape(str(exc))}.")
+                return
+            yield {status: st, area: ar, drops: dr}
+            yield from redo(st, ar, md, tr, an, lq, request, "ask again", dr)
 
         def stopped(messages):
             """Mark a stopped answer as such (it stays on screen, but out of the memory)."""
@@ -418,7 +519,7 @@ def build_app(pipeline) -> gr.Blocks:
 
         def reset():
             return {chatbot: [], question: "", sources: idle_sources, turns: [], answers: [],
-                    last_question: "", bib: "",
+                    last_question: "", bib: "", chips: "", drops: [],
                     dl_cited: gr.DownloadButton(value=None, interactive=False),
                     dl_all: gr.DownloadButton(value=None, interactive=False),
                     dl_md: gr.DownloadButton(value=None, interactive=False)}
@@ -429,23 +530,29 @@ def build_app(pipeline) -> gr.Blocks:
                                     api_name="chat", **common)
         ev_send = send.click(chat, [question, status, area, mode, turns, answers],
                              api_visibility="private", **common)
-        ev_regen = regen.click(regenerate, [status, area, mode, turns, answers, last_question],
+        ev_regen = regen.click(regenerate,
+                               [status, area, mode, turns, answers, last_question, drops],
                                api_name="regenerate", **common)
         ev_write = model_writes.click(let_model_write,
-                                      [status, area, turns, answers, last_question],
+                                      [status, area, turns, answers, last_question, drops],
                                       api_name="model_writes", **common)
-        running = [ev_submit, ev_send, ev_regen, ev_write]
+        ev_chip = chips.click(remove_filter,
+                              [status, area, mode, turns, answers, last_question, drops],
+                              api_visibility="private",
+                              **(common | {"outputs": outputs + [status, area]}))
+        running = [ev_submit, ev_send, ev_regen, ev_write, ev_chip]
         stop.click(stopped, chatbot, chatbot, cancels=running, queue=False,
                    api_visibility="private")
         clear.click(reset, None, outputs, queue=False, api_name="clear", cancels=running)
 
         def ask(question: str, status: str = ANY, area: str = ANY,
-                answer_mode: str = "auto") -> dict:
+                answer_mode: str = "auto", drop_filters: list[str] | None = None) -> dict:
             """Answer one question (no conversation memory). status: any, accepted, oral,
             spotlight or poster; area: a primary area or any; answer_mode: auto, extractive,
-            constrained or generative. Returns the `paperchat ask --json` object plus
-            `markdown`."""
-            return app.ask(question, status, area, answer_mode)
+            constrained or generative; drop_filters: filters read from the question's words
+            not to apply (as listed in filters_applied, e.g. ["status=oral"]). Returns the
+            `paperchat ask --json` object plus `markdown`."""
+            return app.ask(question, status, area, answer_mode, drop_filters)
 
         gr.api(ask, api_name="ask", concurrency_limit=1, concurrency_id="generate")
     return demo
@@ -472,7 +579,7 @@ def launch(demo, *, host: str = "127.0.0.1", port: int = 7860, auth=None, block:
         prevent_thread_lock=not block, show_error=False, allowed_paths=[], quiet=quiet,
         ssr_mode=False, mcp_server=False, pwa=False, enable_monitoring=False,
         max_file_size=1,  # the app takes no uploads: close Gradio's /gradio_api/upload
-        footer_links=["api", "settings"], theme=theme(), css=render.CSS)
+        footer_links=["api", "settings"], theme=theme(), css=render.CSS + render.CHIPS_CSS)
 
 
 def _say_index_reloads() -> None:
