@@ -174,7 +174,8 @@ class Answer:
     ``mode`` is the answer mode used (``extractive``, ``constrained`` or ``generative``; see
     :mod:`rag.answer`), ``kind`` the question type the composition used (``lookup``,
     ``describe``, ``survey``, ``compare``, ``followup``, ``count``, ``authors``, ``number``;
-    see :mod:`rag.compose`). ``comparison`` holds a comparison's table rows (header first) and
+    see :mod:`rag.compose`; ``count``, ``list`` and ``rated`` answers come from the catalog,
+    :mod:`rag.facets`). ``comparison`` holds a comparison's table rows (header first) and
     ``comparison_ids`` its column papers' ids, in column order. ``unsupported`` holds the
     sentences a model wrote that no cited abstract supports: they are kept out of ``text`` and
     ``sentences`` and shown apart, collapsed. ``model`` names the model that took part (empty
