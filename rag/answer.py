@@ -283,6 +283,14 @@ def understand(question: str, retriever, filters: Filters | None,
                           f"anonymous when it was made), so papers by {', '.join(authors)} "
                           "cannot be picked out."))
         words = words.without([f"author={a}" for a in authors])
+    said_years = words.values.get("year", [])
+    if said_years:  # "ICLR 2026" in a question about a 2026-only list filters nothing: drop it
+        years = {str(p.year) for p in retriever.papers.values() if p.year is not None}
+        if not years:
+            notes.append(note(f"This paper list has no years, so {', '.join(said_years)} cannot "
+                              "be filtered on."))
+        if not years or set(said_years) >= years:
+            words = words.without([f"year={y}" for y in said_years])
     used = (filters or Filters()).merged(words) if words else (filters or Filters())
     if intent.foreign:
         notes.append(note(intent.language_note))

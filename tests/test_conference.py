@@ -360,3 +360,15 @@ def test_dev_conference_share_and_json(accepted_pipeline, capsys):
     with capsys.disabled():
         print("\n" + format_checks(report))
     assert report["share"] >= 0.95 and report["checks"] >= 80
+
+
+def test_a_year_every_paper_has_is_no_filter_and_another_year_matches_nothing(fake_index):
+    from rag.answer import answer
+
+    settings, retriever = fake_index  # the seed list: every paper is ICLR 2026
+    ans = answer("Which ICLR 2026 paper proposes StepORLM?", retriever=retriever,
+                 generator=ScriptedGenerator(), settings=settings, mode="extractive")
+    assert ans.filters_applied == [] and ans.hits[0].id == "ZrgxU8WMmG"
+    ans = answer("GAN papers in 2018", retriever=retriever, generator=ScriptedGenerator(),
+                 settings=settings, mode="extractive")
+    assert ans.filters_applied == ["year=2018"] and ans.hits == [] and ans.refused
