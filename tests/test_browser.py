@@ -373,3 +373,67 @@ def test_let_the_model_write_it_answers_in_generative_mode(watched, seed_server)
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "paperchat-generative.png"), full_page=True)
     assert watched.external == [] and watched.dialogs == [] and watched.errors == []
+
+
+# --- filter chips ---------------------------------------------------------------------------------
+CHIPS = "#pc-filter-chips"
+
+
+def chip_button(page, flt: str):
+    return page.locator(f'{CHIPS} button.pc-chip-x[data-filter="{flt}"]')
+
+
+def wait_for_answer_about_rfthgs(page) -> None:
+    """The re-asked answer is on screen: RFTHGS is card 1 and nothing is being written."""
+    page.wait_for_function(
+        "(title) => { const t = document.querySelector('#card-1 .pc-title');"
+        " const s = document.querySelector('.pc-status');"
+        " return t && t.textContent.startsWith(title) && s &&"
+        " !s.textContent.includes('writing'); }", arg=RFTHGS_TITLE, timeout=ANSWER_TIMEOUT)
+
+
+def test_a_dropdown_filter_chip_removed_asks_again_with_the_dropdown_reset(watched, seed_server):
+    page = watched.page
+    page.goto(seed_server.url)
+    page.click("#pc-area input")
+    page.get_by_role("option", name="learning theory (3)").click()
+    assert page.input_value("#pc-area input") == "learning theory (3)"
+    watched.ask(VRP_QUESTION)  # RFTHGS is an optimization paper: not among these sources
+    assert RFTHGS_TITLE not in page.inner_text("#pc-sources")
+    chip = chip_button(page, "primary_area=learning theory")
+    chip.wait_for(timeout=ANSWER_TIMEOUT)
+    assert " ".join(page.inner_text(f"{CHIPS} .pc-chip").split()) == \
+        "primary_area=learning theory ×"
+    assert chip.get_attribute("aria-label") == ("Remove filter primary_area=learning theory "
+                                                "and ask again")
+    assert chip.evaluate("b => b.tagName") == "BUTTON"
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "paperchat-filter-chip.png"), full_page=True)
+
+    chip.click()
+    wait_for_answer_about_rfthgs(page)
+    assert page.input_value("#pc-area input") == "Any primary area"
+    assert page.locator("#pc-chat .message-content").count() == 2  # replaced, not appended
+    assert "primary_area" not in page.inner_text(CHIPS)
+    assert watched.external == [] and watched.dialogs == [] and watched.errors == []
+
+
+def test_a_filter_read_from_the_question_shows_as_a_chip_and_its_removal_asks_without_it(
+        watched, seed_server):
+    """'oral papers on ...' is read as status=oral (rag.intent); every seed paper is a poster,
+    so nothing matches until the chip is removed (here with the keyboard)."""
+    page = watched.page
+    page.goto(seed_server.url)
+    page.fill("#pc-question textarea", "oral papers on crossover operators for vehicle routing")
+    page.press("#pc-question textarea", "Enter")
+    chip = chip_button(page, "status=oral")
+    chip.wait_for(timeout=ANSWER_TIMEOUT)
+    assert page.input_value("#pc-status input") == "Any status"  # not a dropdown's filter
+    assert "No paper matched these filters" in page.inner_text("#pc-sources")
+    chip.focus()
+    page.keyboard.press("Enter")
+    wait_for_answer_about_rfthgs(page)
+    assert page.locator("#pc-chat .message-content").count() == 2  # replaced, not appended
+    assert chip_button(page, "status=oral").count() == 0
+    assert not page.locator(f"{CHIPS} .pc-filters").count()  # no filter left: no chip row
+    assert watched.external == [] and watched.dialogs == [] and watched.errors == []

@@ -378,8 +378,12 @@ def filter_chips_html(filters: Sequence[str]) -> str:
             f'<span class="pc-filters-label">Filters used:</span>{"".join(chips)}</div>')
 
 
-#: Styles of :func:`filter_chips_html` (added to :data:`CSS` by the app).
+#: Styles of :func:`filter_chips_html` (added to :data:`CSS` by the app). The sources column
+#: holds the chips above the cards: a Gradio column wraps its children into a second column
+#: when they outgrow its max-height, which would push the cards out of sight.
 CHIPS_CSS = """
+#pc-sources-col { flex-wrap: nowrap !important; }
+#pc-filter-chips:not(:has(.pc-filters)) { display: none !important; }
 .pc-filters { display: flex; flex-wrap: wrap; align-items: center; gap: 6px; margin: 2px 0 6px; }
 .pc-filters-label { color: var(--body-text-color-subdued); font-size: 0.85rem; }
 .pc-chip { display: inline-flex; align-items: center; gap: 2px; padding: 1px 2px 1px 9px;
