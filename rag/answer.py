@@ -263,6 +263,7 @@ class Reading:
     sort: str = ""
     direct: tuple | None = None
     count_topic: str = ""
+    said: list[str] = field(default_factory=list)
 
 
 def understand(question: str, retriever, filters: Filters | None,
@@ -301,7 +302,7 @@ def understand(question: str, retriever, filters: Filters | None,
     if words and not catalog_only:  # a catalog answer states its filters in its first line
         notes.append(note(f"Searched only papers matching {', '.join(words.as_strings())}, as "
                           "the question asks."))
-    reading = Reading(query, used, notes, intent.sort)
+    reading = Reading(query, used, notes, intent.sort, said=words.as_strings())
     if counting and has_topic(query):
         reading.count_topic = reading.query = facets.topic_of(query)
     if intent.foreign and not has_topic(intent.query) and not intent.filters:
@@ -401,8 +402,11 @@ def answer_stream(question: str, *, retriever, generator, settings, k: int | Non
                                about_ids=[h.id for h in hits[:1]]))
         return
     search_k = max(k, facets.RATED_POOL) if read.sort == "rating" else k
+    # filters or an order said in words ask for a set of papers: a new search, never a
+    # follow-up of the last answer ("oral papers on diffusion" after "What results ...?")
+    fresh = bool(read.said or read.sort or read.count_topic)
     plan = plan_turn(read.query, retriever, settings, k=search_k, filters=read.filters or None,
-                     history=history or [])
+                     history=[] if fresh else history or [])
     standalone, hits = plan.standalone, plan.hits
     timings = {"retrieve": ms()}
     yield HitsEvent(standalone, hits, plan.refused)

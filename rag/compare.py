@@ -106,9 +106,12 @@ _POSITION = {"Problem": lambda p: 0.6 * (1 - p),
 #: The least score a sentence needs to fill a row (the position prior alone reaches 0.5 only
 #: for the first sentence as "Problem" and the last ones as results); "Approach" is always filled.
 _MIN_SCORE = {"Problem": 0.5, "Approach": float("-inf"), "Evidence / results": 0.5}
-#: Sentences that say nothing about the paper's content (never "what sets it apart").
-_BOILERPLATE = re.compile(r"https?://|github|\bcode (?:is|and|will be)\b|\bavailable at\b|"
-                          r"\bopen[- ]source\b", re.I)
+#: Sentences about code release and links, which say nothing about the paper's content: never
+#: "what sets it apart", and quoted by :mod:`rag.compose` only when nothing else is left.
+BOILERPLATE = re.compile(r"https?://|github|\bcode (?:is|and|will be)\b|\bavailable at\b|"
+                         r"\bopen[- ]source\b|\bwe release\b|\b(?:implementation|code|models?|"
+                         r"data(?:set)?s?|weights) (?:is |are )?(?:publicly )?available\b|"
+                         r"\bmade (?:\w+ ){1,4}(?:publicly )?available\b", re.I)
 
 
 @dataclass
@@ -203,7 +206,7 @@ def distinctive(own: np.ndarray, others: np.ndarray, sentences: Sequence[str],
     from ``start`` on (the approach sentence: what sets a paper apart is what it does, not its
     motivation) outside ``exclude`` (already in the table), without boilerplate ("code is
     available at ...") and of 5+ words compete, while any is left. None without sentences."""
-    usable = [i for i, s in enumerate(sentences) if not _BOILERPLATE.search(s)]
+    usable = [i for i, s in enumerate(sentences) if not BOILERPLATE.search(s)]
     cands = ([i for i in usable if i >= start and i not in exclude
               and len(sentences[i].split()) >= 5]
              or [i for i in usable if i not in exclude] or usable or list(range(len(sentences))))

@@ -42,6 +42,7 @@ import numpy as np
 
 from index.text import normalise
 from rag import citations as cit
+from rag.compare import BOILERPLATE
 from rag.grounding import META_TERMS, abstract_sentences, embed_cached, support_matrix
 from rag.guards import leak_reason
 from rag.lexical import query_terms
@@ -108,10 +109,8 @@ GENERIC_TERMS = frozenset("result report show find work method approach perform 
 #: A figure as results state them: a percentage, a factor (3x, 2.5×), points, or a decimal.
 _FIGURE = re.compile(r"\d+(?:\.\d+)?\s?(?:%|x\b|×|-?fold\b|points?\b|pp\b)|\d+\.\d+|"
                      r"\b\d+\s?(?:ms|s|seconds|hours|GB|MB|tokens)\b")
-#: Sentences about code release and links: quoted only when nothing else is left.
-_BOILERPLATE = re.compile(r"https?://|github|\bcode (?:is|and|will be)\b|\bavailable at\b|"
-                          r"\bopen[- ]source\b|\bwe release\b", re.I)
-#: Relevance taken off a boilerplate sentence.
+#: Relevance taken off a boilerplate sentence (:data:`rag.compare.BOILERPLATE`: code release,
+#: links), so it is quoted only when nothing else is left.
 BOILERPLATE_PENALTY = 0.3
 _QUESTION_WORDS = frozenset("which what how does do did papers paper work works method methods "
                             "approach approaches propos who whom whose index corpus list".split())
@@ -181,7 +180,7 @@ def candidates(question: str, hits: Sequence[Hit], embedder, numbers: Sequence[i
     per = {n: quotable(hits[n - 1].paper) for n in numbers}
     flat = [s for n in numbers for s in per[n]]
     scores = relevance(question, flat, embedder)
-    scores = scores - np.array([BOILERPLATE_PENALTY if _BOILERPLATE.search(s) else 0.0
+    scores = scores - np.array([BOILERPLATE_PENALTY if BOILERPLATE.search(s) else 0.0
                                 for s in flat], dtype=np.float32)
     strong = _CUES["Approach"][0][0]
     if approach_bonus:
@@ -299,7 +298,11 @@ def group_items(hits: Sequence[Hit], numbers: Sequence[int]) -> list[tuple[str, 
             best = max(counts.items(), key=lambda kv: (len(kv[1]), -min(kv[1])), default=None)
             if not best or len(best[1]) < 2:
                 break
-            groups.append((best[0], best[1]))
+            same = next((g for g in groups if g[0] == best[0]), None)
+            if same is not None:  # a keyword that is also an area's name: one group
+                same[1].extend(best[1])
+            else:
+                groups.append((best[0], list(best[1])))
             left = [n for n in left if n not in best[1]]
     groups.sort(key=lambda g: min(g[1]))
     return groups + ([("", left)] if left else [])

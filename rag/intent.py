@@ -189,6 +189,8 @@ def read(question: str, *, areas: list[str] = ()) -> Intent:
                 area = match_area(" ".join(words[i:]), areas)
                 if area:
                     start = m.start("before") + text.index(words[i]) if m.group("before") else m.start()
+                    lead = re.search(r"\b(?:in|from|of|within)\s+(?:the\s+)?$", question[:start], re.I)
+                    start = lead.start() if lead else start
                     take(m, "primary_area", area, start, m.end())
                     break
     sort = ""

@@ -372,3 +372,22 @@ def test_a_year_every_paper_has_is_no_filter_and_another_year_matches_nothing(fa
     ans = answer("GAN papers in 2018", retriever=retriever, generator=ScriptedGenerator(),
                  settings=settings, mode="extractive")
     assert ans.filters_applied == ["year=2018"] and ans.hits == [] and ans.refused
+
+
+def test_filters_in_words_start_a_new_search_not_a_follow_up(fake_index):
+    from rag.answer import answer
+    from rag.conversation import turn_after
+
+    settings, retriever = fake_index
+    first = answer("Which paper proposes StepORLM?", retriever=retriever,
+                   generator=ScriptedGenerator(), settings=settings, mode="extractive")
+    history = [turn_after(first)]
+    ans = answer("oral papers on scheduling", retriever=retriever, generator=ScriptedGenerator(),
+                 settings=settings, mode="extractive", history=history)
+    assert "about:" not in ans.standalone_question
+    assert ans.filters_applied == ["status=oral"]
+    assert all("Oral" in h.paper.status for h in ans.hits)
+    follow = answer("What results does it report?", retriever=retriever,
+                    generator=ScriptedGenerator(), settings=settings, mode="extractive",
+                    history=history)
+    assert "about: StepORLM" in follow.standalone_question  # a plain follow-up still follows
