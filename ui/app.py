@@ -495,6 +495,8 @@ def build_app(pipeline) -> gr.Blocks:
             "any", or the filter read from its words dropped), replacing its answer."""
             chip = (getattr(evt, "_data", None) or {}).get("filter")
             last = list(an or [])[-1:]
+            if chip in (dr or []) and last and chip not in last[0].filters_applied:
+                return  # a second click on a chip already removed (queued behind the first)
             try:
                 st, ar, dr = without_filter(chip, last[0].filters_applied if last else [], st,
                                             ar, dr)
