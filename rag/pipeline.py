@@ -198,7 +198,7 @@ class Pipeline:
             return current
         key = (st.st_mtime_ns, st.st_size, st.st_ino)
         if key == self._seen:
-            return current
+            return self._retriever  # read after the key: a reload swaps it before the key
         with self._reload_lock:
             if key == self._seen:
                 return self._retriever
@@ -228,10 +228,10 @@ class Pipeline:
                         "answering from the one opened before", name, exc)
             return old
         after, _ = self._watch()
+        self._retriever = new  # before the key: whoever sees the new key gets the new one
+        self._stamp, self._failed = stamp, None
         # a build that started while this one opened: check again at the next question
         self._seen = seen if after == seen else None
-        self._stamp, self._failed = stamp, None
-        self._retriever = new
         self.reloads += 1
         if self._dropped and old is not None:
             # the old store's System is stopped when the last question using it lets go of it

@@ -187,8 +187,13 @@ def test_concurrent_questions_reopen_once(one_paper, settings, fake_embedder, se
     pipe = one_paper
     build(settings, fake_embedder, seed_papers[:3])
     got = []
-    threads = [threading.Thread(target=lambda: got.append(pipe.current_retriever()))
-               for _ in range(8)]
+    start = threading.Barrier(8)
+
+    def ask():
+        start.wait(30)
+        got.append(pipe.current_retriever())
+
+    threads = [threading.Thread(target=ask) for _ in range(8)]
     for t in threads:
         t.start()
     for t in threads:
