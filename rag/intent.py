@@ -17,7 +17,7 @@ import re
 import unicodedata
 from dataclasses import dataclass, field
 
-from rag.filters import Filters
+from rag.filters import FilterError, Filters
 
 _PAPERS = r"(?:papers?|submissions?|works?|ones|articles)"
 # "oral papers", "rejected submissions", "spotlight works"
@@ -43,7 +43,7 @@ _RATING = re.compile(
     r"\b(?:(?:with\s+)?(?:an?\s+)?(?:mean\s+|average\s+|reviewer\s+)?(?:rating|score)s?|rated|scored)"
     r"\s*(?:of\s+)?(>=|<=|>|<|=|≥|≤|at least|at most|above|over|below|under|greater than|"
     r"more than|higher than|less than|lower than|of at least|no less than|no more than)?\s*"
-    r"(\d+(?:\.\d+)?)(?:\s*(?:/|out of)\s*10)?(\s+or\s+(?:higher|more|above|better|greater|"
+    r"(\d{1,2}(?:\.\d{1,2})?)(?![\d.])(?:\s*(?:/|out of)\s*10)?(\s+or\s+(?:higher|more|above|better|greater|"
     r"lower|less|below|worse))?(?:\s+and\s+(?:up|above))?", re.I)
 _OPS = {">=": ">=", "≥": ">=", "at least": ">=", "of at least": ">=", "no less than": ">=",
         "<=": "<=", "≤": "<=", "at most": "<=", "no more than": "<=", ">": ">", "above": ">",
@@ -64,6 +64,8 @@ _AREA = re.compile(r"\b(?:(?:in|from|of|within)\s+(?:the\s+)?)?(?:(?:primary\s+)
                    r"(?P<after>[\w ,&()./-]{3,80}?)(?=[?.!;]|$|\s+(?:area|with|that|which|rated|"
                    r"and\s+(?:rated|with)))|(?P<before>[\w ,&()./-]{3,80}?)\s+(?:primary\s+)?"
                    r"(?:area|track|category)\b)", re.I)
+#: Longest author name read from a question (the longest in ICLR 2018's list is 31 chars).
+MAX_AUTHOR_CHARS = 80
 #: Share of a question's letters outside the Latin script above which it is read as written in
 #: another language (a Chinese question with "GRPO" in it is 4 Latin letters of 10).
 FOREIGN_SHARE = 0.3
@@ -180,7 +182,8 @@ def read(question: str, *, areas: list[str] = ()) -> Intent:
     for m in _YEAR.finditer(question):
         take(m, "year", m.group(1))
     for m in _AUTHOR.finditer(question):
-        take(m, "author", m.group(1).strip(), m.start(), m.end())
+        if len(m.group(1)) <= MAX_AUTHOR_CHARS:
+            take(m, "author", m.group(1).strip(), m.start(), m.end())
     if areas:
         for m in _AREA.finditer(question):
             text = m.group("after") or m.group("before") or ""
@@ -198,8 +201,14 @@ def read(question: str, *, areas: list[str] = ()) -> Intent:
         sort = "rating"
         spans.append((m.start(), m.end()))
     query = _without(question, spans) if spans else question
-    filters = Filters.parse([f"{k}{v}" if k == "rating" else f"{k}={v}"
-                             for k, vs in values.items() for v in vs]) if values else Filters()
+    filters = Filters()
+    for key, vs in values.items():
+        for v in vs:
+            try:  # parsed like --filter, so as_strings() gives the canonical form (rating>=6)
+                filters = filters.merged(Filters.parse([f"{key}{v}" if key == "rating"
+                                                        else f"{key}={v}"]))
+            except FilterError:
+                pass  # words that looked like a filter but are not one: searched as words
     intent = Intent(question, query, filters, phrases, sort)
     if foreign_share(question) > FOREIGN_SHARE:
         intent.foreign = True

@@ -391,3 +391,18 @@ def test_filters_in_words_start_a_new_search_not_a_follow_up(fake_index):
                     generator=ScriptedGenerator(), settings=settings, mode="extractive",
                     history=history)
     assert "about: StepORLM" in follow.standalone_question  # a plain follow-up still follows
+
+
+@pytest.mark.parametrize("question", ["rating >= " + "9" * 3990, "papers by " + "A" * 3990,
+                                      "area " * 800, "oral papers in the " + "x " * 1900 + "area",
+                                      "Which is better: the " + "a " * 1000 + ", or the " + "b " * 900,
+                                      "((((" * 1000, "and for " + "x" * 3990])
+def test_hostile_questions_are_read_quickly_without_errors(question):
+    import time
+
+    from rag.intent import read
+
+    t0 = time.perf_counter()
+    intent = read(question, areas=AREAS)
+    assert time.perf_counter() - t0 < 2.0  # generous: measured 1-20 ms; a backtracking regex takes minutes
+    assert all(len(s) < 200 for s in intent.filters.as_strings())
