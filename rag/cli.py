@@ -95,6 +95,14 @@ def _parser() -> argparse.ArgumentParser:
                     help="with --answers: comma-separated modes run as baselines (default: all "
                     "other modes; 'none' for none)")
 
+    mp = sub.add_parser("map", help="write the conference map, the rating histogram and the "
+                        "per-area table as one HTML file that opens offline")
+    mp.add_argument("--index", default=None)
+    mp.add_argument("--out", required=True, metavar="FILE.html", help="the HTML file to write "
+                    "(replaced if it exists)")
+    mp.add_argument("--color", default="area", choices=["area", "decision"],
+                    help="colour the papers by primary area (default) or by decision")
+
     bn = sub.add_parser("bench", help="benchmarks that print figures")
     bn.add_argument("what", choices=["index", "query", "answer"])
     bn.add_argument("--json", action="store_true")
@@ -238,6 +246,64 @@ def cmd_eval(args) -> int:
     return 0
 
 
+def cmd_map(args) -> int:
+    """``paperchat map``: the output path is checked first (one error line, before any work),
+    then the index (the default one is built on first use), its layout
+    (:func:`index.layout.ensure_layout`: loaded, or computed and saved) and the page
+    (:func:`rag.mapfigure.conference_html`), written to a temporary file beside ``--out`` and
+    renamed over it."""
+    import os
+    import tempfile
+
+    from rag.errors import PaperchatError
+
+    out = Path(args.out).expanduser()
+    folder = out.parent if str(out.parent) else Path(".")
+    if out.is_dir():
+        raise PaperchatError(f"--out {args.out}: is a directory; give a file name such as "
+                             f"{out / 'map.html'}")
+    if not folder.is_dir():
+        raise PaperchatError(f"--out {args.out}: the directory {folder} does not exist")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise PaperchatError(f"--out {args.out}: cannot write in {folder} (permission denied)")
+
+    from index.build import index_exists
+    from index.catalog import Catalog
+    from rag.pipeline import ensure_index
+
+    settings = _settings(args)
+    name = settings.index
+    log = lambda m: print(m, file=sys.stderr)  # noqa: E731
+    if not index_exists(settings, name):  # the default index is built on first use
+        from rag.embedder import make_embedder
+
+        ensure_index(settings, make_embedder(settings), name, log=log)
+    try:
+        from index.layout import ensure_layout
+    except ImportError:  # pragma: no cover - a tree without the layout module
+        raise PaperchatError("this paperchat has no map layout module (index.layout)") from None
+    from rag import mapfigure
+
+    papers = {p.id: p for p, _ in Catalog(settings.index_dir(name) / "papers.sqlite").papers()}
+    layout = ensure_layout(settings, name, log=log)
+    page = mapfigure.conference_html(layout, papers, title=mapfigure.conference_title(papers,
+                                                                                      name),
+                                     color_by=args.color)
+    fd, tmp = tempfile.mkstemp(prefix=".paperchat-map-", suffix=".html", dir=folder)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(page)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, out)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    on_map = sum(1 for pid in layout.ids if pid in papers)
+    print(f"wrote {out} ({len(page.encode()) / 1e6:.1f} MB): {on_map} papers of index {name!r}, "
+          f"coloured by {args.color}, layout {layout.method}; it opens offline")
+    return 0
+
+
 def cmd_bench(args) -> int:
     from rag import bench
 
@@ -255,7 +321,7 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         return {"index": cmd_index, "ask": cmd_ask, "serve": cmd_serve, "eval": cmd_eval,
-                "bench": cmd_bench}[args.command](args)
+                "bench": cmd_bench, "map": cmd_map}[args.command](args)
     except PaperchatError as exc:
         print(f"paperchat: error: {exc}", file=sys.stderr)
         return 2
