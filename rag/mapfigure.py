@@ -4,7 +4,8 @@ UI's Map view and ``paperchat map``.
 Pure functions over a layout and the papers; nothing here reads an index or the network. A layout
 is :class:`index.layout.Layout` (or anything with its fields): ``ids`` (paper ids), ``xy``
 (shape (n, 2), float32, row ``i`` is ``ids[i]``), ``labels`` (region labels with ``text``,
-``x``, ``y`` and a font ``size`` in px), ``method`` and ``fingerprint``.
+``x``, ``y`` and ``size``, the number of papers of the region: bigger regions get bigger
+labels, :func:`label_font`), ``method`` and ``fingerprint``.
 
 The map (:func:`map_figure`):
 
@@ -142,6 +143,12 @@ def hover_facts(paper: Paper) -> str:
     return f"{decision(paper)}, " + (f"rating {rating:g}" if rating is not None else "unrated")
 
 
+def label_font(size: int, biggest: int) -> int:
+    """Font size (px) of a region label whose cluster has ``size`` papers, the largest cluster
+    having ``biggest``: 10 px to 16 px by the square root of the share."""
+    return 10 + round(6 * math.sqrt(max(0, int(size)) / max(1, biggest)))
+
+
 def _short(name: str, chars: int = LEGEND_CHARS) -> str:
     return name if len(name) <= chars else name[: chars - 1].rstrip() + "…"
 
@@ -266,10 +273,12 @@ def map_figure(layout, papers: Mapping[str, Paper], *, color_by: str = "primary_
                         line=dict(color="#111", width=2))))
 
     fig = go.Figure(data=traces)
+    labels = list(getattr(layout, "labels", None) or ())
+    biggest = max((max(1, int(lab.size)) for lab in labels), default=1)
     annotations = [dict(x=float(lab.x), y=float(lab.y), text=esc(lab.text), showarrow=False,
-                        font=dict(size=int(lab.size), color="#333", family=FONT),
+                        font=dict(size=label_font(lab.size, biggest), color="#333", family=FONT),
                         bgcolor="rgba(255,255,255,0.6)", borderpad=1)
-                   for lab in getattr(layout, "labels", None) or ()]
+                   for lab in labels]
     fig.update_layout(
         **_base_layout(height), annotations=annotations, dragmode="pan",
         margin=dict(l=4, r=4, t=8, b=4),

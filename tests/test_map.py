@@ -58,7 +58,7 @@ def pca_layout(papers: list[Paper], extra_ids: tuple[str, ...] = ()) -> Layout:
     for area in sorted({p.primary_area for p in papers if p.primary_area}):
         rows = [i for i, p in enumerate(papers) if p.primary_area == area]
         cx, cy = xy[rows].mean(axis=0)
-        labels.append(Label(area, float(cx), float(cy), 12))
+        labels.append(Label(area, float(cx), float(cy), len(rows)))
     return Layout(ids=ids, xy=xy, labels=labels, method="pca", fingerprint="test")
 
 
@@ -122,6 +122,8 @@ def test_every_paper_is_one_point_at_its_layout_place(layout, papers):
     assert fig.layout.meta["points"] == len(papers)
     assert [a.text for a in fig.layout.annotations] == sorted(
         {p.primary_area for p in papers.values() if p.primary_area})
+    sizes = {a.text: a.font.size for a in fig.layout.annotations}
+    assert sizes["optimization"] == 16 and sizes["learning theory"] == 10 + round(6 * 0.75 ** .5)
 
 
 @pytest.mark.parametrize("color_by, key", [
