@@ -13,10 +13,10 @@ The map (:func:`map_figure`):
   one trace per colour: a primary area, or a decision (:data:`DECISIONS`, from
   :func:`index.build.status_tier`);
 - papers that do not pass ``filters`` (:meth:`rag.filters.Filters.matches`) are **dimmed, not
-  hidden**: they move to one grey trace drawn underneath (:data:`DIMMED_UID`), so the filtered
+  hidden**: they move to one grey trace drawn underneath (:data:`DIMMED_ROLE`), so the filtered
   papers stay in their place among the rest of the conference;
 - the answer's papers (``highlight``: ``(n, paper id)``) are drawn last, on top, larger, each
-  labelled ``[n]`` (trace :data:`HIGHLIGHT_UID`, an SVG trace: a handful of points);
+  labelled ``[n]`` (trace :data:`HIGHLIGHT_ROLE`, an SVG trace: a handful of points);
 - every point's ``customdata`` is its paper id, so a click maps back to the paper;
 - hover text is the title (escaped: plotly renders hover text as HTML; long titles are cut at
   :data:`HOVER_LINES` lines of :data:`HOVER_WIDTH` characters), the decision and the mean
@@ -61,9 +61,11 @@ NO_AREA = "(no primary area)"
 COLOR_BY = ("primary_area", "decision")
 DIMMED_COLOR = "#d4d4d4"
 HIGHLIGHT_COLOR = "#ffd400"
-#: Trace uids (kept by plotly.js in ``gd.data``): the dimmed papers and the answer's papers.
-DIMMED_UID = "pc-dimmed"
-HIGHLIGHT_UID = "pc-highlight"
+#: Each trace's role is its ``meta`` (plotly.py drops ``uid`` from the JSON it sends; ``meta``
+#: stays in the browser's ``gd.data``): the dimmed papers, the answer's papers, and
+#: ``pc-<color_by>-<rank>`` for a colour.
+DIMMED_ROLE = "pc-dimmed"
+HIGHLIGHT_ROLE = "pc-highlight"
 #: Hover label of a map point: the title (``hovertext``) in bold, then decision and rating
 #: (``text``), and the trace's name (area or decision) beside it. Markup per trace, not per point.
 HOVER_TEMPLATE = "<b>%{hovertext}</b><br>%{text}<extra>%{fullData.name}</extra>"
@@ -238,7 +240,7 @@ def map_figure(layout, papers: Mapping[str, Paper], *, color_by: str = "primary_
     traces = []
     if dimmed:  # context only: no hover, no click, and no per-point text to send
         traces.append(points(dimmed, name=f"not matching the filters ({len(dimmed):,})",
-                             uid=DIMMED_UID, legendrank=2000, hoverinfo="skip",
+                             meta=DIMMED_ROLE, legendrank=2000, hoverinfo="skip",
                              marker=dict(color=DIMMED_COLOR, size=max(3, size - 1),
                                          opacity=0.6)))
     if color_by == "primary_area":
@@ -252,7 +254,7 @@ def map_figure(layout, papers: Mapping[str, Paper], *, color_by: str = "primary_
     for key in order:
         idx = groups[key]
         traces.append(points(idx, name=esc(f"{_short(key)} ({len(idx):,})"),
-                             uid=f"pc-{color_by}-{rank[key]}", legendrank=1000 + rank[key],
+                             meta=f"pc-{color_by}-{rank[key]}", legendrank=1000 + rank[key],
                              marker=dict(color=colors[key], size=size, opacity=0.8),
                              **hoverable(idx)))
 
@@ -262,7 +264,7 @@ def map_figure(layout, papers: Mapping[str, Paper], *, color_by: str = "primary_
         hx = [float(xy[at[pid], 0]) for _, pid in marked]
         hy = [float(xy[at[pid], 1]) for _, pid in marked]
         traces.append(go.Scatter(
-            x=hx, y=hy, mode="markers+text", name="this answer's papers", uid=HIGHLIGHT_UID,
+            x=hx, y=hy, mode="markers+text", name="this answer's papers", meta=HIGHLIGHT_ROLE,
             text=[f"[{n}]" for n, _ in marked], textposition="top center",
             textfont=dict(size=13, color="#111", family=FONT),
             customdata=[pid for _, pid in marked],
@@ -326,7 +328,7 @@ def rating_histogram(papers: Mapping[str, Paper] | Iterable[Paper], *,
     counts = np.bincount(bins, minlength=n_bins)
     centers = edges[:-1] + bin_width / 2
     fig.add_trace(go.Bar(
-        x=centers, y=counts, width=bin_width * 0.95, name="papers", uid="pc-hist-bars",
+        x=centers, y=counts, width=bin_width * 0.95, name="papers", meta="pc-hist-bars",
         marker=dict(color="#8aa4c8"), customdata=np.stack([edges[:-1], edges[1:]], axis=1),
         hovertemplate="mean rating %{customdata[0]:g}–%{customdata[1]:g}: %{y} papers"
                       "<extra></extra>"))
@@ -348,7 +350,7 @@ def rating_histogram(papers: Mapping[str, Paper] | Iterable[Paper], *,
         fig.add_trace(go.Scatter(
             x=[float(centers[b]) for b in order],
             y=[float(counts[b]) + 0.04 * top for b in order],
-            mode="markers+text", name="this answer's papers", uid=HIGHLIGHT_UID,
+            mode="markers+text", name="this answer's papers", meta=HIGHLIGHT_ROLE,
             text=[" ".join(f"[{n}]" for n, _ in marks[b]) for b in order],
             textposition="top center", textfont=dict(size=12, color="#111"),
             customdata=[" ".join(pid for _, pid in marks[b]) for b in order],

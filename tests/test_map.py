@@ -96,13 +96,9 @@ def layout(papers) -> Layout:
     return pca_layout(list(papers.values()), extra_ids=("gone",))
 
 
-def traces(fig, uid_prefix: str = "pc-"):
-    return [t for t in fig.data if (t.uid or "").startswith(uid_prefix)]
-
-
 def point_traces(fig):
     """The coloured traces (not the dimmed one, not the highlight)."""
-    return [t for t in fig.data if t.uid not in (mf.DIMMED_UID, mf.HIGHLIGHT_UID)]
+    return [t for t in fig.data if t.meta not in (mf.DIMMED_ROLE, mf.HIGHLIGHT_ROLE)]
 
 
 def coords(layout) -> dict[str, tuple[float, float]]:
@@ -196,8 +192,8 @@ def test_filters_dim_the_papers_that_do_not_match(layout, papers, flt):
     match = {pid for pid, p in papers.items() if filters.matches(p)}
     shown = {pid for t in point_traces(fig) for pid in t.customdata}
     assert shown == match
-    dimmed = [t for t in fig.data if t.uid == mf.DIMMED_UID]
-    assert len(dimmed) == 1 and fig.data[0].uid == mf.DIMMED_UID  # drawn underneath
+    dimmed = [t for t in fig.data if t.meta == mf.DIMMED_ROLE]
+    assert len(dimmed) == 1 and fig.data[0].meta == mf.DIMMED_ROLE  # drawn underneath
     where = coords(layout)
     assert sorted(zip(map(float, dimmed[0].x), map(float, dimmed[0].y))) == \
         sorted(where[pid] for pid in papers if pid not in match)  # float32 both sides: exact
@@ -208,21 +204,21 @@ def test_filters_dim_the_papers_that_do_not_match(layout, papers, flt):
 def test_no_filters_dim_nothing(layout, papers):
     for filters in (None, Filters.parse([])):
         fig = mf.map_figure(layout, papers, filters=filters)
-        assert not [t for t in fig.data if t.uid == mf.DIMMED_UID]
+        assert not [t for t in fig.data if t.meta == mf.DIMMED_ROLE]
 
 
 def test_the_answers_papers_are_drawn_on_top_with_their_numbers(layout, papers):
     fig = mf.map_figure(layout, papers, highlight=[(1, "r2"), (3, "h1"), (4, "gone"),
                                                    (5, "nope")])
     top = fig.data[-1]
-    assert top.uid == mf.HIGHLIGHT_UID and top.type == "scatter"
+    assert top.meta == mf.HIGHLIGHT_ROLE and top.type == "scatter"
     assert list(top.text) == ["[1]", "[3]"] and list(top.customdata) == ["r2", "h1"]
     where = coords(layout)
     assert [(float(x), float(y)) for x, y in zip(top.x, top.y)] == [where["r2"], where["h1"]]
     assert top.marker.size > point_traces(fig)[0].marker.size
     assert top.hovertext[1].startswith("<b>[3] &lt;script&gt;")
-    assert len([t for t in fig.data if t.uid == mf.HIGHLIGHT_UID]) == 1
-    assert mf.map_figure(layout, papers, highlight=[]).data[-1].uid != mf.HIGHLIGHT_UID
+    assert len([t for t in fig.data if t.meta == mf.HIGHLIGHT_ROLE]) == 1
+    assert mf.map_figure(layout, papers, highlight=[]).data[-1].meta != mf.HIGHLIGHT_ROLE
 
 
 def test_bad_colour_or_layout_shape_is_a_value_error(layout, papers):
@@ -265,7 +261,7 @@ def test_histogram_counts_rated_papers_and_says_how_many(papers):
 def test_histogram_marks_the_answers_rated_papers(papers):
     fig = mf.rating_histogram(papers, highlight=[(1, "o1"), (2, "p2"), (3, "a1"), (5, "r1"),
                                                  (6, "r3"), (7, "nope")])
-    marks = [t for t in fig.data if t.uid == mf.HIGHLIGHT_UID]
+    marks = [t for t in fig.data if t.meta == mf.HIGHLIGHT_ROLE]
     assert len(marks) == 1
     # p2 is unrated, "nope" is no paper; r1 and r3 (both 3.0) share a bin and one marker
     assert list(marks[0].text) == ["[5] [6]", "[3]", "[1]"]
@@ -380,7 +376,7 @@ def test_paperchat_map_writes_one_offline_html_file(fake_index, layouts, tmp_pat
     assert not re.search(r"<script[^>]*\bsrc\s*=\s*[\"']?(https?:)?//", page, re.I)
     data = json.loads(re.search(r'Plotly\.newPlot\(\s*"pc-figure-0",\s*(\[.*?\]),\s*\{',
                                 page, re.S).group(1))
-    ids = {pid for t in data if t.get("uid", "").startswith("pc-decision")
+    ids = {pid for t in data if t.get("meta", "").startswith("pc-decision")
            for pid in t["customdata"]}
     assert ids == {p.id for p in seed_papers}
     said = capsys.readouterr()
@@ -431,3 +427,101 @@ def test_paperchat_map_for_a_missing_index_says_how_to_build_it(settings, tmp_pa
     assert main(["map", "--index", "nosuch", "--out", str(tmp_path / "m.html")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "paperchat index PATH --name nosuch" in err
+
+
+# --- the app's Map view (ui.app.ChatApp, no server) ------------------------------------------------
+CVRP = "aITKXFeivk"  # Refining Hybrid Genetic Search for CVRP via RL-Finetuned LLM
+
+
+@pytest.fixture
+def chat_app(fake_index, fake_embedder, monkeypatch):
+    """A ChatApp over the fake seed index whose ensure_layout is counted (and can be slowed)."""
+    pytest.importorskip("gradio")
+    import index.layout as layout_module
+    from conftest import ScriptedGenerator
+    from rag.pipeline import Pipeline
+    from ui.app import ChatApp
+
+    settings, retriever = fake_index
+    real = layout_module.ensure_layout
+    calls = {"n": 0, "sleep": 0.0}
+
+    def counted(settings, name, *, log=print):
+        import time
+
+        calls["n"] += 1
+        time.sleep(calls["sleep"])
+        return real(settings, name, log=log)
+
+    monkeypatch.setattr(layout_module, "ensure_layout", counted)
+    app = ChatApp(Pipeline(settings, embedder=fake_embedder, generator=ScriptedGenerator(),
+                           retriever=retriever))
+    return app, calls
+
+
+def test_map_view_says_it_is_computing_then_draws_and_keeps_the_layout(chat_app, monkeypatch):
+    import ui.app as ui_app
+
+    app, calls = chat_app
+    monkeypatch.setattr(ui_app, "MAP_WAIT_S", 0.05)
+    monkeypatch.setattr(ui_app, "MAP_TICK_S", 0.1)
+    calls["sleep"] = 0.5
+    parts = list(app.map_parts("primary_area", "any", "any", []))
+    assert "computing the map (19 papers)…" in parts[0]["status"] and "map" not in parts[0]
+    last = parts[-1]
+    assert set(last) == {"status", "map", "hist", "table"} and "19 papers" in last["status"]
+    assert sum(len(t.customdata) for t in last["map"].data) == 19
+    assert "Every paper in this list is accepted" in last["table"]
+    assert calls["n"] == 1
+    again = list(app.map_parts("decision", "any", "any", []))  # cached: no wait, no message
+    assert len(again) == 1 and calls["n"] == 1
+
+
+def test_map_view_asks_again_after_the_index_is_reopened(chat_app):
+    app, calls = chat_app
+    first = list(app.map_parts("primary_area", "any", "any", []))[-1]
+    layout = app.cached_layout(app.pipeline.current_retriever())
+    from rag.retrieve import Retriever
+
+    app.pipeline._retriever = Retriever.open(app.settings, app.pipeline.embedder)  # a reopen
+    app.pipeline._seen = app.pipeline._watch()[0]
+    second = list(app.map_parts("primary_area", "any", "any", []))[-1]
+    assert calls["n"] == 2  # asked again for the new retriever ...
+    assert app.cached_layout(app.pipeline.current_retriever()) is layout  # same fingerprint
+    assert first["map"].to_json() == second["map"].to_json()
+
+
+def test_map_view_follows_the_dropdowns_and_marks_the_last_answer(chat_app):
+    app, _ = chat_app
+    papers = app.retriever.papers
+    part = list(app.map_parts("primary_area", "oral", "any", []))[-1]
+    dimmed = [t for t in part["map"].data if t.meta == mf.DIMMED_ROLE]
+    assert len(dimmed[0].x) == 19  # every seed paper is a poster
+    part = list(app.map_parts("primary_area", "any", "learning theory", []))[-1]
+    shown = {pid for t in part["map"].data if t.meta != mf.DIMMED_ROLE for pid in t.customdata}
+    assert shown == {pid for pid, p in papers.items() if p.primary_area == "learning theory"}
+
+    hits = [Hit(papers[CVRP], 1.0), Hit(papers["ZXr3Xx7Z1O"], 0.5)]
+    answer = Answer("q", "q", "x [2]", [Citation(2, papers["ZXr3Xx7Z1O"])], hits)
+    part = list(app.map_parts("decision", "any", "any", [answer]))[-1]
+    top = part["map"].data[-1]
+    assert top.meta == mf.HIGHLIGHT_ROLE and list(top.customdata) == ["ZXr3Xx7Z1O"]
+    assert list(top.text) == ["[2]"]
+
+
+def test_a_click_on_a_map_point_asks_about_that_paper(chat_app):
+    import gradio as gr
+
+    app, _ = chat_app
+    title = app.retriever.papers[CVRP].title
+    assert app.question_about(CVRP) == f"Tell me about \u201c{title}\u201d"
+    for bad in ("nope", None, 3, "x" * 1000):
+        with pytest.raises(gr.Error):
+            app.question_about(bad)
+
+
+def test_a_click_on_a_very_long_title_fits_the_question_limit(chat_app):
+    app, _ = chat_app
+    app.settings.max_question_chars = 60
+    question = app.question_about(CVRP)
+    assert len(question) == 60 and question.endswith("…\u201d")
