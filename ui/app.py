@@ -16,6 +16,14 @@ and those read from the question's words, such as "oral papers on ..." -> ``stat
 show as chips above the sources; a chip's × asks the question again without that filter,
 replacing the answer as Regenerate does (:func:`without_filter`).
 
+Beside the Sources, a Map tab (:mod:`rag.mapfigure`): every paper of the index as a point of
+its layout (:func:`index.layout.ensure_layout`, computed the first time in the tab's own event
+and concurrency group, so the chat never waits for it), coloured by primary area or decision,
+the papers outside the Status and Primary area filters dimmed, and the last answer's papers
+marked ``[n]``; the rating histogram and the per-area table below. A click on a point asks
+"Tell me about “<title>”". The figures are drawn by ``gr.Plot``, whose plotly.js is part of
+Gradio's own front end (served by this app, nothing from a CDN).
+
 Every question goes through :meth:`rag.pipeline.Pipeline.current_retriever`, so an index
 re-built by ``paperchat index`` while the app runs answers from the next question on. The
 header's paper count and the Primary area choices stay as they were at start (they are drawn
@@ -35,7 +43,9 @@ import ipaddress
 import logging
 import sys
 import tempfile
+import threading
 import time
+import weakref
 from pathlib import Path
 from typing import Iterator
 
@@ -72,6 +82,51 @@ element.addEventListener('click', (e) => {
   if (button) trigger('click', {filter: button.dataset.filter});
 });
 """
+
+#: The Map tab: plotly emits ``plotly_click`` on the graph div (its own emitter, not a DOM event)
+#: and gr.Plot draws a new div for each new figure, so a MutationObserver gives every map div
+#: one handler; a click on a point sends its paper id (``customdata``) as the map status line's
+#: ``click`` event data (``evt.paper``), and the app asks about that paper. Also: a click on an
+#: answer's ``[n]`` while the Map tab is open brings the Sources tab (and its card) back.
+MAP_CLICK_JS = """
+window.__pcMapTrigger = (id) => trigger('click', {paper: id});
+const attach = () => {
+  window.__pcMapQueued = false;
+  document.querySelectorAll('#pc-map .js-plotly-plot').forEach((gd) => {
+    if (gd.__pcClick || typeof gd.on !== 'function') return;
+    gd.__pcClick = true;
+    gd.on('plotly_click', (ev) => {
+      const pt = ev && ev.points && ev.points[0];
+      const id = pt && pt.customdata;
+      if (typeof id === 'string' && id) window.__pcMapTrigger(id);
+    });
+  });
+};
+if (!window.__pcMapObserver) {
+  window.__pcMapObserver = new MutationObserver(() => {
+    if (!window.__pcMapQueued) { window.__pcMapQueued = true; requestAnimationFrame(attach); }
+  });
+  window.__pcMapObserver.observe(document.body, {childList: true, subtree: true});
+  document.addEventListener('click', (e) => {
+    if (!e.target.closest || !e.target.closest('#pc-chat a.pc-cite')) return;
+    const tab = document.querySelector('#pc-side-tabs [role=tab][aria-controls=pc-tab-sources]')
+      || [...document.querySelectorAll('#pc-side-tabs [role=tab]')]
+           .find((b) => b.textContent.trim() === 'Sources');
+    if (tab && tab.getAttribute('aria-selected') !== 'true') tab.click();
+  }, true);
+}
+attach();
+"""
+#: Seconds the Map view waits for its layout before saying "computing the map…", and between
+#: updates of that line.
+MAP_WAIT_S = 0.4
+MAP_TICK_S = 2.0
+#: Height of the map in the Map tab, px (the histogram and the area table follow below it).
+MAP_HEIGHT = 560
+#: "Colour by" choices (label, :func:`rag.mapfigure.map_figure` ``color_by``).
+COLOR_CHOICES = [("primary area", "primary_area"), ("decision", "decision")]
+#: The question a click on a map point asks (the title in curly quotes).
+ASK_ABOUT = "Tell me about \u201c{title}\u201d"
 
 
 class UIConfigError(PaperchatError):
@@ -246,6 +301,8 @@ class ChatApp:
         _ = pipeline.retriever  # opened now: a broken index fails the start, not a question
         self.generator = pipeline.generator
         self.files_dir = Path(files_dir or tempfile.mkdtemp(prefix="paperchat-ui-"))
+        self._layout: tuple | None = None  # (weakref to the retriever, its Layout)
+        self._layout_lock = threading.Lock()
 
     @property
     def retriever(self):
@@ -276,6 +333,112 @@ class ChatApp:
         paths["md"].write_text(conversation_markdown(answers, index=self.retriever.name,
                                                      model=self.generator.name), encoding="utf-8")
         return {k: str(v) for k, v in paths.items()} | {"cited_text": cited}
+
+    # -- the Map view ----------------------------------------------------------------------------
+    def cached_layout(self, retriever):
+        """The layout already loaded for ``retriever``, or None (nothing is read or computed)."""
+        cached = self._layout
+        return cached[1] if cached is not None and cached[0]() is retriever else None
+
+    def layout_for(self, retriever):
+        """The map layout of ``retriever``'s index (:func:`index.layout.ensure_layout`: loaded,
+        or computed and saved the first time), kept for as long as
+        :meth:`rag.pipeline.Pipeline.current_retriever` gives the same retriever; a reopened
+        index (re-indexed on disk) asks ``ensure_layout`` again, and a layout of the same
+        fingerprint as the one held keeps the one held. One computation at a time.
+
+        Raises:
+            PaperchatError: from ``ensure_layout`` (no such index, ...).
+        """
+        layout = self.cached_layout(retriever)
+        if layout is not None:
+            return layout
+        with self._layout_lock:
+            layout = self.cached_layout(retriever)
+            if layout is not None:
+                return layout
+            from index.layout import ensure_layout
+
+            old = self._layout[1] if self._layout is not None else None
+            layout = ensure_layout(self.settings, retriever.name, log=LOG.info)
+            if old is not None and old.fingerprint == layout.fingerprint:
+                layout = old
+            self._layout = (weakref.ref(retriever), layout)
+            return layout
+
+    def map_parts(self, color_by, status, area, answers, *, hist: bool = True,
+                  table: bool = True) -> Iterator[dict[str, object]]:
+        """The Map view as plain dicts. When the layout is not loaded and takes longer than
+        :data:`MAP_WAIT_S` (computed the first time: about a minute at 20,000 papers), first
+        ``{"status"}`` saying "computing the map (N papers)…" every :data:`MAP_TICK_S`; then
+        ``status``, ``map`` (the answer's papers, :func:`rag.mapfigure.answer_highlight` of the
+        last of ``answers``, marked; papers outside the Status and Primary area dropdowns'
+        filters dimmed) and, with ``hist`` and ``table``, the rating histogram and the per-area
+        table's HTML. A failure is a ``status`` saying so (the chat is not affected)."""
+        from rag import mapfigure
+
+        retriever = self.pipeline.current_retriever()
+        n = len(retriever)
+        layout = self.cached_layout(retriever)
+        if layout is None:
+            box: dict = {}
+
+            def work():
+                try:
+                    box["layout"] = self.layout_for(retriever)
+                except Exception as exc:  # noqa: BLE001 - shown in the status line
+                    box["error"] = exc
+
+            worker = threading.Thread(target=work, name="paperchat-map-layout", daemon=True)
+            t0 = time.monotonic()
+            worker.start()  # goes on if the view is closed: its layout is kept for next time
+            worker.join(MAP_WAIT_S)
+            while worker.is_alive():
+                yield {"status": render.map_status_html(n, state="computing",
+                                                        seconds=time.monotonic() - t0)}
+                worker.join(MAP_TICK_S)
+            if "error" in box:
+                exc = box["error"]
+                if not isinstance(exc, PaperchatError):
+                    LOG.error("map layout of %r failed", retriever.name, exc_info=exc)
+                    exc = RuntimeError("internal error; the server log has the details")
+                yield {"status": render.map_status_html(state="error", error=str(exc))}
+                return
+            layout = box["layout"]
+        try:
+            filters = filters_for(status, area)
+        except PaperchatError as exc:
+            yield {"status": render.map_status_html(state="error", error=str(exc))}
+            return
+        answers = list(answers or [])
+        marked = mapfigure.answer_highlight(answers[-1] if answers else None)
+        papers = retriever.papers
+        out: dict[str, object] = {
+            "status": render.map_status_html(sum(1 for i in layout.ids if i in papers),
+                                             state="ready", method=layout.method),
+            "map": mapfigure.map_figure(layout, papers, color_by=color_by or "primary_area",
+                                        highlight=marked, filters=filters, height=MAP_HEIGHT)}
+        if hist:
+            out["hist"] = mapfigure.rating_histogram(papers, highlight=marked)
+        if table:
+            out["table"] = mapfigure.area_table(papers).html()
+        yield out
+
+    def question_about(self, paper_id) -> str:
+        """The question a click on map point ``paper_id`` asks: ``Tell me about “<title>”``.
+
+        Raises:
+            gr.Error: not a paper of the index open now (a stale map or a forged click).
+        """
+        paper = None
+        if isinstance(paper_id, str) and len(paper_id) <= MAX_FILTER_CHARS:
+            paper = self.pipeline.current_retriever().papers.get(paper_id)
+        if paper is None:
+            raise _gr_error(PaperchatError("that paper is not in the index any more; open the "
+                                           "Map tab again to redraw it"), "Cannot ask that")
+        title = " ".join(paper.title.split())
+        room = self.settings.max_question_chars - len(ASK_ABOUT.format(title=""))
+        return ASK_ABOUT.format(title=title if len(title) <= room else title[:room - 1] + "…")
 
     # -- answering -----------------------------------------------------------------------------
     def stream(self, question, status, area, turns, answers, session=None, mode=None,
@@ -431,9 +594,21 @@ def build_app(pipeline) -> gr.Blocks:
                     bib = gr.Textbox(label="BibTeX of the cited papers", lines=6, max_lines=14,
                                      interactive=False, buttons=["copy"], elem_id="pc-bib")
             with gr.Column(scale=2, min_width=340, elem_id="pc-sources-col"):
-                # the filters the last answer used; a chip's x re-asks without it (remove_filter)
-                chips = gr.HTML("", elem_id="pc-filter-chips", js_on_load=CHIP_CLICK_JS)
-                sources = gr.HTML(idle_sources, elem_id="pc-sources", js_on_load=None)
+                with gr.Tabs(elem_id="pc-side-tabs"):
+                    with gr.Tab("Sources", id="sources", elem_id="pc-tab-sources"):
+                        # the filters the last answer used; a chip's x re-asks without it
+                        chips = gr.HTML("", elem_id="pc-filter-chips", js_on_load=CHIP_CLICK_JS)
+                        sources = gr.HTML(idle_sources, elem_id="pc-sources", js_on_load=None)
+                    with gr.Tab("Map", id="map", elem_id="pc-tab-map") as map_tab:
+                        # the status line also carries clicks on map points (MAP_CLICK_JS)
+                        map_status = gr.HTML(render.map_status_html(), elem_id="pc-map-status",
+                                             js_on_load=MAP_CLICK_JS)
+                        color_by = gr.Radio(COLOR_CHOICES, value="primary_area",
+                                            label="Colour by", elem_id="pc-map-color")
+                        map_plot = gr.Plot(elem_id="pc-map", show_label=False)
+                        hist_plot = gr.Plot(elem_id="pc-hist", show_label=False)
+                        area_table = gr.HTML("", elem_id="pc-areas", js_on_load=None)
+        map_on = gr.State(False)  # this session opened the Map tab: keep it up to date
 
         outputs = [chatbot, question, sources, turns, answers, last_question, bib, dl_cited,
                    dl_all, dl_md, chips, drops]
@@ -542,10 +717,55 @@ def build_app(pipeline) -> gr.Blocks:
                               [status, area, mode, turns, answers, last_question, drops],
                               api_visibility="private",
                               **(common | {"outputs": outputs + [status, area]}))
-        running = [ev_submit, ev_send, ev_regen, ev_write, ev_chip]
+        # -- the Map view: its own events and concurrency group, so drawing (or computing the
+        # layout the first time) never holds up an answer
+        map_outputs = [map_status, map_plot, hist_plot, area_table]
+        map_common = dict(concurrency_limit=2, concurrency_id="map", show_progress="hidden",
+                          api_visibility="private")
+
+        def map_updates(part: dict) -> dict:
+            upd: dict = {map_status: part["status"]}
+            for key, comp in (("map", map_plot), ("hist", hist_plot), ("table", area_table)):
+                if key in part:
+                    upd[comp] = part[key]
+            return upd
+
+        def open_map(cb, st, ar, an, on):
+            """The Map tab opened: draw everything the first time (the layout is computed then
+            if the index has none); later openings keep what is drawn."""
+            if on:
+                yield {map_on: True}
+                return
+            for part in app.map_parts(cb, st, ar, an):
+                yield map_updates(part) | {map_on: "map" in part}
+
+        def redraw_map(cb, st, ar, an, on):
+            """Colour, filters or the last answer changed: redraw the map (and the histogram's
+            marks); nothing until the session opens the Map tab."""
+            if not on:
+                return
+            for part in app.map_parts(cb, st, ar, an, hist=True, table=False):
+                yield map_updates(part)
+
+        def ask_about(evt: gr.EventData):
+            return app.question_about((getattr(evt, "_data", None) or {}).get("paper"))
+
+        map_inputs = [color_by, status, area, answers, map_on]
+        map_tab.select(open_map, map_inputs, map_outputs + [map_on], **map_common)
+        for control in (color_by, status, area):
+            control.change(redraw_map, map_inputs, map_outputs, **map_common)
+        ev_map_ask = map_status.click(ask_about, None, question, queue=False,
+                                      api_visibility="private")
+        ev_map_answer = ev_map_ask.success(chat, [question, status, area, mode, turns, answers],
+                                           api_visibility="private", **common)
+        for ev in (ev_submit, ev_send, ev_regen, ev_write, ev_chip, ev_map_answer):
+            ev.success(redraw_map, map_inputs, map_outputs, **map_common)
+
+        running = [ev_submit, ev_send, ev_regen, ev_write, ev_chip, ev_map_answer]
         stop.click(stopped, chatbot, chatbot, cancels=running, queue=False,
                    api_visibility="private")
-        clear.click(reset, None, outputs, queue=False, api_name="clear", cancels=running)
+        clear.click(reset, None, outputs, queue=False, api_name="clear", cancels=running) \
+            .then(redraw_map, map_inputs, map_outputs, **map_common)
 
         def ask(question: str, status: str = ANY, area: str = ANY,
                 answer_mode: str = "auto", drop_filters: list[str] | None = None) -> dict:
@@ -581,7 +801,8 @@ def launch(demo, *, host: str = "127.0.0.1", port: int = 7860, auth=None, block:
         prevent_thread_lock=not block, show_error=False, allowed_paths=[], quiet=quiet,
         ssr_mode=False, mcp_server=False, pwa=False, enable_monitoring=False,
         max_file_size=1,  # the app takes no uploads: close Gradio's /gradio_api/upload
-        footer_links=["api", "settings"], theme=theme(), css=render.CSS + render.CHIPS_CSS)
+        footer_links=["api", "settings"], theme=theme(),
+        css=render.CSS + render.CHIPS_CSS + render.MAP_CSS)
 
 
 def _say_index_reloads() -> None:
