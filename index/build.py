@@ -229,6 +229,11 @@ def build_index(source: str | Path | LoadResult, *, settings, embedder, name: st
                 (recorded or {}).get("catalog_fingerprint") != fingerprint:
             lexical_from_catalog(catalog).save(lexical_dir)
 
+        # The map (index.layout) before the manifest, which tells a served app to reopen.
+        if settings.map_layout and (changed or (recorded or {}).get("catalog_fingerprint")
+                                    != fingerprint):
+            _map_layout(index_dir, store, catalog, fingerprint, log)
+
         summary.papers = catalog.count()
         summary.chunks = store.count()
         summary.seconds = time.perf_counter() - t0
@@ -236,6 +241,18 @@ def build_index(source: str | Path | LoadResult, *, settings, embedder, name: st
                                    "chunks": summary.chunks, "source": label,
                                    "catalog_fingerprint": fingerprint})
         return summary
+
+
+def _map_layout(index_dir: Path, store, catalog: Catalog, fingerprint: str, log) -> None:
+    """Bring the index's map up to date (:func:`index.layout.refresh_layout`). A failure does not
+    fail the build: the index is usable without a map, which is then computed on first use."""
+    try:
+        from index.layout import refresh_layout
+
+        refresh_layout(index_dir, store, catalog, fingerprint, log=log)
+    except Exception as exc:  # noqa: BLE001 - the map is an extra; searching works without it
+        log(f"map layout not computed ({type(exc).__name__}: {exc}); it will be computed when "
+            "the map is first shown")
 
 
 def lexical_from_catalog(catalog: Catalog) -> LexicalIndex:

@@ -95,6 +95,13 @@ class Settings(BaseSettings):
     repeat_ngram: int = Field(4, ge=2, description="Repetition guard: generation stops when a "
                               "word n-gram of this length occurs a third time.")
 
+    # --- map ------------------------------------------------------------------------------------
+    map_layout: bool = Field(
+        True, description="Compute the 2-D map of every paper (index.layout: t-SNE positions and "
+        "topic labels, saved as layout.npz beside the manifest) when a build changed papers; "
+        "adds seconds per thousand papers (see README.md, 'Map'). Off: no map at index time; "
+        "it is computed on its first use instead (index.layout.ensure_layout).")
+
     # --- grounding ------------------------------------------------------------------------------
     support_threshold: float = Field(
         0.5, description="Grounding score at or above which a sentence counts as supported by a "

@@ -111,11 +111,14 @@ def scripted() -> ScriptedGenerator:
 
 @pytest.fixture
 def settings(tmp_path, monkeypatch):
-    """Settings with ``home`` in tmp_path and the fake embedder's name recorded."""
+    """Settings with ``home`` in tmp_path and the fake embedder's name recorded. The map layout
+    is off at index time (``map_layout=False``: fake-embedder tests build many small indexes and
+    need no map); tests/test_layout.py turns it on."""
     from rag.settings import Settings
 
     monkeypatch.setenv("PAPERCHAT_HOME", str(tmp_path / "home"))
-    return Settings(home=tmp_path / "home", embedder="fake-bow", embed_backend="torch")
+    return Settings(home=tmp_path / "home", embedder="fake-bow", embed_backend="torch",
+                    map_layout=False)
 
 
 @pytest.fixture

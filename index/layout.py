@@ -1,0 +1,562 @@
+"""A 2-D map of every paper of an index, computed at index time and stored beside the manifest.
+
+Paper vectors: each paper's L2-normalised mean of its stored chunk vectors (the centroid that
+:meth:`rag.retrieve.Retriever.feedback_query` uses), read from the store by chunk id in batches of
+:data:`VECTOR_BATCH` papers; shape (n_papers, dim) float32.
+
+2-D method: openTSNE (FFT-accelerated t-SNE, Linderman et al. 2019) on those vectors, chosen on
+measurement against UMAP, PaCMAP and a PCA baseline (``paperchat bench layout``; figures in
+README.md): it keeps the most local structure, measured as the share of papers whose nearest
+neighbour on the map is among their 10 nearest neighbours in embedding space (cosine;
+:func:`knn_preservation`). The vectors are unit length, so euclidean neighbours are cosine
+neighbours. Seeded: the same vectors and seed give the same map. Fewer than :data:`MIN_TSNE`
+papers get a deterministic PCA layout (a circle below 3 papers), 0 papers an empty one.
+
+Topic labels: density clusters of the 2-D map (scikit-learn's HDBSCAN, ``min_cluster_size``
+from :func:`min_cluster_size`), each labelled by its most distinctive keywords (a coverage-weighted
+log-odds lift over the papers' own ``keywords``, see :func:`_distinctive`; title words when a
+cluster's keywords are too sparse; never a model) and placed at the cluster's median point
+(:func:`cluster_labels`).
+
+Storage: ``layout.npz`` in the index directory (:data:`LAYOUT_FILE`), written atomically: ids, xy
+(float32), the labels, the method and its parameters, each paper's text hash and the catalog
+fingerprint it was computed for (:func:`index.build.catalog_fingerprint`). :func:`ensure_layout`
+loads it when that fingerprint is the manifest's and otherwise computes and saves it, so an index
+built before maps existed gets one on first use.
+
+Updates: a build that changed papers calls :func:`refresh_layout` before writing the manifest.
+When at most :data:`INCREMENTAL_SHARE` of the papers are new or have new text (counted since the
+last full fit), the old positions stay and each new paper is placed by openTSNE's ``transform``
+against the old map (the old papers' neighbour graph is rebuilt, new papers are optimised with
+the old ones fixed); otherwise the map is fitted again. Metadata-only changes keep every position
+and only redo the labels.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import sys
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Mapping, Sequence
+
+import numpy as np
+
+from rag.types import Paper
+
+#: File name of the layout in the index directory.
+LAYOUT_FILE = "layout.npz"
+#: Version of the file's layout; another version is recomputed.
+FORMAT_VERSION = 1
+#: Papers whose vectors are fetched per store request (500 papers ~ 850 chunks).
+VECTOR_BATCH = 500
+#: Fewest papers given a t-SNE map; fewer get PCA (a circle below 3).
+MIN_TSNE = 5
+#: t-SNE perplexity (openTSNE's default; lowered to (n - 1) / 3 for small indexes).
+PERPLEXITY = 30.0
+#: Threads for openTSNE's neighbour search and gradients (this machine has 2 cores).
+N_JOBS = 2
+#: New or re-embedded papers, as a share of the index, up to which a build places them into the
+#: old map instead of fitting a new one (counted since the last full fit).
+INCREMENTAL_SHARE = 0.05
+#: Smallest index that is updated incrementally (below it a full fit is cheap).
+MIN_INCREMENTAL = 1000
+#: Most keywords in a label, and the longest label (chars) a second or third keyword may make.
+MAX_LABEL_TERMS = 3
+MAX_LABEL_CHARS = 48
+
+Log = Callable[[str], None]
+
+
+def _stderr(message: str) -> None:
+    print(message, file=sys.stderr)
+
+
+@dataclass
+class Label:
+    """A topic label on the map: ``text`` (1-3 keywords joined by " · ") at map point (x, y);
+    ``size`` is the number of papers in its cluster."""
+
+    text: str
+    x: float
+    y: float
+    size: int
+
+
+@dataclass
+class Layout:
+    """Map positions of an index's papers.
+
+    ``ids``: paper ids, the row order of ``xy``; ``xy``: shape (n, 2) float32, map units
+    (arbitrary; only distances between points mean anything); ``labels``: topic labels;
+    ``method``: how it was made (library, version, parameters); ``fingerprint``: the catalog
+    fingerprint it was computed for. ``text_hashes`` (each paper's title+abstract hash, same
+    order as ``ids``) and ``params`` let a later build place only new papers.
+    """
+
+    ids: list[str]
+    xy: np.ndarray
+    labels: list[Label]
+    method: str
+    fingerprint: str
+    text_hashes: list[str] = field(default_factory=list)
+    params: dict = field(default_factory=dict)
+
+
+# --- paper vectors ---------------------------------------------------------------------------
+
+
+def paper_vectors(store, ids: Sequence[str], n_chunks: Mapping[str, int],
+                  batch: int = VECTOR_BATCH) -> tuple[list[str], np.ndarray]:
+    """Each paper's L2-normalised mean chunk vector, read from ``store`` (a
+    :class:`rag.store.ChromaStore`) ``batch`` papers per request.
+
+    Returns ``(ids found, vectors)``: vectors shape (len(ids found), dim) float32, rows in the
+    order of ``ids``; papers with no stored chunk are left out.
+    """
+    found: list[str] = []
+    rows: list[np.ndarray] = []
+    for start in range(0, len(ids), batch):
+        part = ids[start:start + batch]
+        vecs = store.paper_vectors(part, n_chunks)
+        for pid in part:
+            v = vecs.get(pid)
+            if v is None or not len(v):
+                continue
+            c = v.mean(axis=0)
+            rows.append(c / (np.linalg.norm(c) or 1.0))
+            found.append(pid)
+    if not rows:
+        return [], np.zeros((0, 0), dtype=np.float32)
+    return found, np.asarray(np.stack(rows), dtype=np.float32)
+
+
+# --- quality -----------------------------------------------------------------------------------
+
+
+def knn_preservation(vectors: np.ndarray, xy: np.ndarray, k: int = 10,
+                     rows: Sequence[int] | None = None, block: int = 1024) -> float:
+    """Share of points whose nearest neighbour on the map (euclidean in ``xy``) is among their
+    ``k`` nearest neighbours in embedding space (cosine similarity of ``vectors``, exact).
+
+    1.0: every map neighbour is a true near neighbour; a random map scores about k / n.
+    ``vectors``: shape (n, dim), need not be normalised; ``xy``: shape (n, 2); ``rows``: score
+    only these points (default all). Fewer than 2 points: 1.0. Of points tied on the map, the
+    one with the lower index counts as the neighbour.
+    """
+    n = len(vectors)
+    if n < 2:
+        return 1.0
+    from scipy.spatial import cKDTree
+
+    x = np.asarray(vectors, dtype=np.float32)
+    x = x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
+    rows = np.arange(n) if rows is None else np.asarray(rows, dtype=int)
+    if not len(rows):
+        return 1.0
+    k = min(k, n - 1)
+    xy = np.asarray(xy, dtype=np.float64)
+    _, nn = cKDTree(xy).query(xy[rows], k=2)
+    # the nearest other point: column 0 is the point itself, unless another sits on it
+    map_nn = np.where(nn[:, 0] == rows, nn[:, 1], nn[:, 0])
+    hits = 0
+    for s in range(0, len(rows), block):
+        part = rows[s:s + block]
+        sims = x[part] @ x.T
+        sims[np.arange(len(part)), part] = -np.inf
+        top = np.argpartition(-sims, k - 1, axis=1)[:, :k]
+        hits += int((top == map_nn[s:s + block, None]).any(axis=1).sum())
+    return hits / len(rows)
+
+
+# --- 2-D methods -------------------------------------------------------------------------------
+
+
+def pca_2d(vectors: np.ndarray) -> np.ndarray:
+    """The first two principal components, shape (n, 2) float32, signs fixed (largest
+    coordinate of each component positive) so the result is deterministic. n < 3: points on a
+    unit circle."""
+    n = len(vectors)
+    if n < 3:
+        angles = 2 * np.pi * np.arange(n) / max(n, 1)
+        return np.stack([np.cos(angles), np.sin(angles)], axis=1).astype(np.float32)
+    x = np.asarray(vectors, dtype=np.float64)
+    x = x - x.mean(axis=0)
+    u, s, _ = np.linalg.svd(x, full_matrices=False)
+    xy = u[:, :2] * s[:2]
+    signs = np.sign(xy[np.abs(xy).argmax(axis=0), [0, 1]])
+    return (xy * np.where(signs == 0, 1, signs)).astype(np.float32)
+
+
+def _perplexity(n: int) -> float:
+    return float(min(PERPLEXITY, max(1.0, (n - 1) / 3)))
+
+
+def tsne_2d(vectors: np.ndarray, seed: int = 0) -> tuple[np.ndarray, str, dict]:
+    """openTSNE map of ``vectors`` (shape (n, dim), unit rows): ``(xy (n, 2) float32, method
+    text, parameters)``. Deterministic for a given seed."""
+    import openTSNE
+    from openTSNE import TSNE
+
+    n = len(vectors)
+    perplexity = _perplexity(n)
+    params = {"library": "openTSNE", "version": openTSNE.__version__, "perplexity": perplexity,
+              "metric": "euclidean (unit vectors: cosine order)", "initialization": "pca",
+              "n_jobs": N_JOBS, "seed": seed}
+    tsne = TSNE(perplexity=perplexity, metric="euclidean", initialization="pca",
+                n_jobs=N_JOBS, random_state=seed)
+    xy = np.asarray(tsne.fit(np.asarray(vectors, dtype=np.float32)), dtype=np.float32)
+    return xy, f"openTSNE {openTSNE.__version__} perplexity={perplexity:g}", params
+
+
+def embed_2d(vectors: np.ndarray, seed: int = 0) -> tuple[np.ndarray, str, dict]:
+    """The map for ``vectors``: t-SNE from :data:`MIN_TSNE` papers, PCA below (a circle below 3).
+    Returns ``(xy, method, params)``."""
+    n = len(vectors)
+    if n >= MIN_TSNE:
+        return tsne_2d(vectors, seed)
+    if n >= 3:
+        return pca_2d(vectors), "PCA (fewer than 5 papers)", {"library": "numpy", "seed": seed}
+    return pca_2d(vectors), "circle (fewer than 3 papers)", {"seed": seed}
+
+
+def place_new(old_vectors: np.ndarray, old_xy: np.ndarray, new_vectors: np.ndarray,
+              seed: int = 0) -> np.ndarray:
+    """Positions for ``new_vectors`` in an existing t-SNE map of ``old_vectors`` (openTSNE's
+    ``transform``: each new point starts at the median of its 25 nearest old points and is
+    optimised with the old points fixed). Shape (len(new_vectors), 2) float32."""
+    from openTSNE import TSNEEmbedding
+    from openTSNE.affinity import PerplexityBasedNN
+
+    affinities = PerplexityBasedNN(np.asarray(old_vectors, dtype=np.float32),
+                                   perplexity=_perplexity(len(old_vectors)), metric="euclidean",
+                                   n_jobs=N_JOBS, random_state=seed)
+    embedding = TSNEEmbedding(np.asarray(old_xy, dtype=np.float64), affinities,
+                              n_jobs=N_JOBS, random_state=seed)
+    k = min(25, len(old_vectors) - 1)
+    return np.asarray(embedding.transform(np.asarray(new_vectors, dtype=np.float32), k=k,
+                                          perplexity=min(5.0, max(1.0, (k - 1) / 3))),
+                      dtype=np.float32)
+
+
+# --- labels ------------------------------------------------------------------------------------
+
+_STOP = frozenset("""a an and are as at be by for from in into is it its of on or our over the their
+this to towards toward via with without we using based new learning model models method methods
+approach framework data towards via when what how do does can beyond through under than not one
+all more less efficient effective""".split())
+
+
+def min_cluster_size(n: int) -> int:
+    """HDBSCAN's ``min_cluster_size`` for a map of ``n`` papers: n / 200, at least 5 (a topic
+    needs a handful of papers) and at most 150. About 30 labelled regions at 5,358 papers and 40
+    at 19,630 (measured), few enough to read on one screen."""
+    return int(min(150, max(5, round(n / 200))))
+
+
+def _term_key(term: str) -> str:
+    """Comparison form of a keyword: lower case, single spaces, last word's plural 's' dropped
+    (``Large Language Models`` and ``large language model`` are one term; ``LLMs`` is ``llm``)."""
+    t = re.sub(r"\s+", " ", term.strip().lower())
+    words = t.split(" ")
+    last = words[-1]
+    if len(last) > 3 and last.endswith("s") and not last.endswith(("ss", "is", "us")):
+        words[-1] = last[:-1]
+    return " ".join(words)
+
+
+def _display(forms: Counter) -> str:
+    """A term's label text: its most common spelling, lower-cased unless a word is an acronym or
+    a name written with inner capitals (LLM, RL, NeRF keep theirs)."""
+    form = forms.most_common(1)[0][0].strip()
+    words = []
+    for w in form.split():
+        inner_caps = any(c.isupper() for c in w[1:])
+        words.append(w if inner_caps else w.lower())
+    return " ".join(words)
+
+
+def _paper_terms(paper: Paper, titles: bool) -> dict[str, str]:
+    """``{term key: spelling}`` of a paper: its keywords, or with ``titles`` its title words."""
+    if titles:
+        words = re.findall(r"[A-Za-z][A-Za-z0-9+-]*[A-Za-z0-9+]", paper.title)
+        return {_term_key(w): w for w in words if w.lower() not in _STOP and len(w) > 2}
+    return {_term_key(k): k for k in paper.keywords if k and k.strip()}
+
+
+def _distinctive(clusters: list[list[Paper]], others: list[Paper], titles: bool
+                 ) -> list[list[tuple[str, float]]]:
+    """Per cluster, ``(label text, score)`` of its terms, best first. With p_c the share of the
+    cluster's papers that have the term and p the share of all n papers (noise included) that
+    do, score = p_c * log(p_c / p): the term's contribution to the KL divergence of the cluster
+    from the whole list (a log-odds lift weighted by coverage). A term on every paper scores 0;
+    a rare term must also cover its cluster. A term must appear in at least 2 papers and 10% of
+    its cluster."""
+    df: Counter = Counter()
+    per_cluster: list[tuple[Counter, dict[str, Counter]]] = []
+    for members in clusters:
+        counts: Counter = Counter()
+        forms: dict[str, Counter] = {}
+        for p in members:
+            for key, spelling in _paper_terms(p, titles).items():
+                counts[key] += 1
+                forms.setdefault(key, Counter())[spelling] += 1
+        df.update(counts)
+        per_cluster.append((counts, forms))
+    for p in others:
+        df.update(_paper_terms(p, titles).keys())
+    n = sum(len(m) for m in clusters) + len(others)
+    out = []
+    for members, (counts, forms) in zip(clusters, per_cluster):
+        size = len(members)
+        need = max(2, math.ceil(0.1 * size))
+        scored = [(_display(forms[t]), (c / size) * math.log((c / size) / (df[t] / n)), t)
+                  for t, c in counts.items() if c >= need]
+        scored.sort(key=lambda s: (-s[1], s[2]))
+        out.append([(text, score) for text, score, _ in scored])
+    return out
+
+
+def _same_topic(a: str, b: str) -> bool:
+    """True when one term contains the other or is its acronym (``LLM``, ``large language
+    models``)."""
+    a, b = _term_key(a), _term_key(b)
+
+    def initials(t: str) -> str:
+        return "".join(w[0] for w in re.split(r"[\s-]+", t) if w)
+
+    return a in b or b in a or a == initials(b) or b == initials(a)
+
+
+def _label_text(terms: list[tuple[str, float]]) -> str:
+    """1-3 terms joined by " · ": the best, then others scoring at least 40% of it, skipping a
+    term of the same topic as one already chosen (:func:`_same_topic`), within
+    :data:`MAX_LABEL_CHARS`."""
+    chosen: list[str] = []
+    best = terms[0][1]
+    for text, score in terms:
+        if len(chosen) == MAX_LABEL_TERMS or (chosen and score < 0.4 * best):
+            break
+        if any(_same_topic(text, c) for c in chosen):
+            continue
+        if chosen and len(" · ".join(chosen + [text])) > MAX_LABEL_CHARS:
+            continue
+        chosen.append(text)
+    return " · ".join(chosen)
+
+
+def cluster_labels(xy: np.ndarray, papers: Sequence[Paper]) -> list[Label]:
+    """Topic labels of a map: HDBSCAN clusters of ``xy`` (shape (n, 2); ``papers`` in the same
+    order), each labelled by :func:`_distinctive` keywords (title words when no keyword is common
+    enough in the cluster) at its median point; largest cluster first. Fewer than
+    2 * :func:`min_cluster_size` papers: no labels."""
+    n = len(papers)
+    mcs = min_cluster_size(n)
+    if n < 2 * mcs:
+        return []
+    from sklearn.cluster import HDBSCAN
+
+    assign = HDBSCAN(min_cluster_size=mcs, copy=True).fit_predict(np.asarray(xy, np.float64))
+    k = int(assign.max()) + 1
+    if k <= 0:
+        return []
+    clusters = [[papers[i] for i in np.flatnonzero(assign == c)] for c in range(k)]
+    others = [papers[i] for i in np.flatnonzero(assign < 0)]
+    by_keywords = _distinctive(clusters, others, titles=False)
+    by_titles = None
+    labels = []
+    for c, members in enumerate(clusters):
+        terms = by_keywords[c]
+        if not terms:
+            if by_titles is None:
+                by_titles = _distinctive(clusters, others, titles=True)
+            terms = by_titles[c]
+        if not terms:
+            continue
+        pts = xy[assign == c]
+        labels.append(Label(_label_text(terms), float(np.median(pts[:, 0])),
+                            float(np.median(pts[:, 1])), len(members)))
+    labels.sort(key=lambda lb: (-lb.size, lb.text))
+    return labels
+
+
+# --- compute, save, load -----------------------------------------------------------------------
+
+
+def compute_layout(store, catalog_papers: dict[str, Paper], n_chunks: dict[str, int], *,
+                   seed: int = 0, log: Log = _stderr, fingerprint: str = "",
+                   text_hashes: Mapping[str, str] | None = None) -> Layout:
+    """A fresh map of every paper in ``catalog_papers`` that has stored vectors (ids sorted).
+
+    Args:
+        store: the index's :class:`rag.store.ChromaStore`.
+        catalog_papers: paper id -> Paper (keywords and titles make the labels).
+        n_chunks: paper id -> chunk count, from the catalog (names the chunk ids to fetch).
+        seed: random seed of t-SNE (same vectors and seed: same map).
+        fingerprint, text_hashes: recorded in the layout (the catalog's fingerprint and each
+            paper's text hash), so a later build can tell what changed.
+    """
+    t0 = time.perf_counter()
+    ids, vectors = paper_vectors(store, sorted(catalog_papers), n_chunks)
+    t1 = time.perf_counter()
+    missing = len(catalog_papers) - len(ids)
+    if missing:
+        log(f"map layout: {missing} papers have no stored vectors and are left off the map")
+    if not ids:
+        return Layout([], np.zeros((0, 2), np.float32), [], "empty", fingerprint, [],
+                      {"seed": seed, "n": 0})
+    xy, method, params = embed_2d(vectors, seed)
+    t2 = time.perf_counter()
+    labels = cluster_labels(xy, [catalog_papers[i] for i in ids])
+    t3 = time.perf_counter()
+    params = {**params, "n": len(ids), "fit_papers": len(ids), "placed_since_fit": 0,
+              "min_cluster_size": min_cluster_size(len(ids)),
+              "seconds": {"vectors": round(t1 - t0, 2), "fit": round(t2 - t1, 2),
+                          "labels": round(t3 - t2, 2)}}
+    if len(ids) >= 200:
+        log(f"map layout: {len(ids)} papers, {method}, {len(labels)} labels; vectors "
+            f"{t1 - t0:.1f} s, map {t2 - t1:.1f} s, labels {t3 - t2:.1f} s")
+    hashes = text_hashes or {}
+    return Layout(ids, xy, labels, method, fingerprint, [hashes.get(i, "") for i in ids], params)
+
+
+def save_layout(index_dir: Path, layout: Layout) -> None:
+    """Write ``layout.npz`` in ``index_dir`` atomically (temporary file, then rename)."""
+    path = Path(index_dir) / LAYOUT_FILE
+    meta = {"format_version": FORMAT_VERSION, "method": layout.method,
+            "fingerprint": layout.fingerprint, "params": layout.params,
+            "labels": [[lb.text, lb.x, lb.y, lb.size] for lb in layout.labels]}
+    tmp = path.with_name(f".{LAYOUT_FILE}.{os.getpid()}.tmp")
+    with open(tmp, "wb") as fh:
+        np.savez(fh, ids=np.asarray(layout.ids, dtype=str),
+                 xy=np.asarray(layout.xy, dtype=np.float32).reshape(-1, 2),
+                 text_hashes=np.asarray(layout.text_hashes, dtype=str),
+                 meta=np.asarray(json.dumps(meta, ensure_ascii=False)))
+    os.replace(tmp, path)
+
+
+def load_layout(index_dir: Path) -> Layout | None:
+    """The saved layout of ``index_dir``; None when absent, unreadable or of another format."""
+    path = Path(index_dir) / LAYOUT_FILE
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            meta = json.loads(str(data["meta"]))
+            if meta.get("format_version") != FORMAT_VERSION:
+                return None
+            ids = [str(i) for i in data["ids"]]
+            xy = np.asarray(data["xy"], dtype=np.float32).reshape(-1, 2)
+            hashes = [str(h) for h in data["text_hashes"]]
+        if len(xy) != len(ids):
+            return None
+        labels = [Label(str(t), float(x), float(y), int(s)) for t, x, y, s in meta["labels"]]
+        return Layout(ids, xy, labels, str(meta["method"]), str(meta["fingerprint"]),
+                      hashes if len(hashes) == len(ids) else [], dict(meta.get("params") or {}))
+    except (OSError, ValueError, KeyError, TypeError, json.JSONDecodeError, EOFError):
+        return None
+    except Exception:  # noqa: BLE001 - a corrupt zip raises zipfile.BadZipFile and others
+        return None
+
+
+# --- keeping it current --------------------------------------------------------------------------
+
+
+def _incremental(old: Layout, store, papers: dict[str, Paper], n_chunks: dict[str, int],
+                 hashes: dict[str, str], fingerprint: str, seed: int, log: Log) -> Layout | None:
+    """The old map with removed papers dropped and new or re-embedded ones placed into it, or
+    None when a full fit is due (see the module docstring)."""
+    text = {pid: h.split(":")[0] for pid, h in hashes.items()}
+    old_text = dict(zip(old.ids, old.text_hashes)) if old.text_hashes else {}
+    if not old.method.startswith("openTSNE") or not old_text:
+        return None
+    keep = [i for i, pid in enumerate(old.ids) if pid in papers and old_text[pid] == text[pid]]
+    kept_ids = [old.ids[i] for i in keep]
+    new_ids = sorted(set(papers) - set(kept_ids))
+    fit_papers = int(old.params.get("fit_papers", len(old.ids)))
+    placed = int(old.params.get("placed_since_fit", 0)) + len(new_ids)
+    n = len(papers)
+    if n < MIN_INCREMENTAL or len(kept_ids) < MIN_INCREMENTAL or \
+            placed > INCREMENTAL_SHARE * max(n, fit_papers):
+        return None
+    t0 = time.perf_counter()
+    xy = old.xy[keep]
+    if new_ids:
+        ids_kept, old_vectors = paper_vectors(store, kept_ids, n_chunks)
+        found, new_vectors = paper_vectors(store, new_ids, n_chunks)
+        if ids_kept != kept_ids:
+            return None
+        new_ids = found
+        if new_ids:
+            xy = np.concatenate([xy, place_new(old_vectors, xy, new_vectors, seed)])
+    ids = kept_ids + new_ids
+    order = np.argsort(ids, kind="stable")
+    ids = [ids[i] for i in order]
+    xy = np.asarray(xy[order], dtype=np.float32)
+    labels = cluster_labels(xy, [papers[i] for i in ids])
+    params = {**old.params, "n": len(ids), "fit_papers": fit_papers,
+              "placed_since_fit": int(old.params.get("placed_since_fit", 0)) + len(new_ids)}
+    log(f"map layout: kept {len(kept_ids)} positions, placed {len(new_ids)} papers into the map "
+        f"({time.perf_counter() - t0:.1f} s)")
+    return Layout(ids, xy, labels, old.method, fingerprint, [text[i] for i in ids], params)
+
+
+def refresh_layout(index_dir: Path, store, catalog, fingerprint: str, *, seed: int = 0,
+                   log: Log = _stderr) -> Layout:
+    """Bring ``index_dir``'s layout up to the catalog (fingerprint ``fingerprint``): incremental
+    when few papers are new (see the module docstring), else a full fit; saved, then returned.
+    ``catalog`` is an :class:`index.catalog.Catalog`."""
+    hashes = catalog.hashes()
+    papers = {p.id: p for p, _ in catalog.papers()}
+    n_chunks = catalog.chunk_counts()
+    old = load_layout(index_dir)
+    if old is not None and old.fingerprint == fingerprint:
+        return old  # (a build killed after writing it, before its manifest)
+    layout = None
+    if old is not None:
+        layout = _incremental(old, store, papers, n_chunks, hashes, fingerprint, seed, log)
+    if layout is None:
+        text = {pid: h.split(":")[0] for pid, h in hashes.items()}
+        layout = compute_layout(store, papers, n_chunks, seed=seed, log=log,
+                                fingerprint=fingerprint, text_hashes=text)
+    save_layout(index_dir, layout)
+    return layout
+
+
+def ensure_layout(settings, name: str, *, log: Log = _stderr) -> Layout:
+    """The map of index ``name``: the saved one when it was computed for the catalog the manifest
+    names (its ``catalog_fingerprint``), else computed now and saved (an index built before maps
+    existed, or with ``map_layout`` off, gets one on first use: about a minute at 20,000 papers).
+
+    While a build is writing the index (its catalog differs from the manifest), the layout of the
+    catalog as it is is returned without being saved.
+
+    Raises:
+        IndexNotFoundError: no such index.
+    """
+    from index import manifest
+    from index.build import catalog_fingerprint, index_exists, open_store
+    from index.catalog import Catalog
+    from rag.errors import IndexNotFoundError
+
+    index_dir = settings.index_dir(name)
+    if not index_exists(settings, name):
+        raise IndexNotFoundError(f"no index named {name!r} under {settings.home}; build it "
+                                 f"with: paperchat index PATH --name {name}")
+    catalog = Catalog(index_dir / "papers.sqlite")
+    hashes = catalog.hashes()
+    now = catalog_fingerprint(hashes)
+    wanted = (manifest.read(index_dir) or {}).get("catalog_fingerprint") or now
+    saved = load_layout(index_dir)
+    if saved is not None and saved.fingerprint in (wanted, now):
+        return saved  # (== now: written by a build that has not yet written its manifest)
+    store = open_store(index_dir, settings, name, create=False)
+    if now == wanted:
+        return refresh_layout(index_dir, store, catalog, now, log=log)
+    log("map layout: the index is being written; this map of it as it is now is not saved")
+    return compute_layout(store, {p.id: p for p, _ in catalog.papers()}, catalog.chunk_counts(),
+                          log=log, fingerprint=now,
+                          text_hashes={pid: h.split(":")[0] for pid, h in hashes.items()})
