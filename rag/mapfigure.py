@@ -15,8 +15,9 @@ The map (:func:`map_figure`):
 - papers that do not pass ``filters`` (:meth:`rag.filters.Filters.matches`) are **dimmed, not
   hidden**: they move to one grey trace drawn underneath (:data:`DIMMED_ROLE`), so the filtered
   papers stay in their place among the rest of the conference;
-- the answer's papers (``highlight``: ``(n, paper id)``) are drawn last, on top, larger, each
-  labelled ``[n]`` (trace :data:`HIGHLIGHT_ROLE`, an SVG trace: a handful of points);
+- the answer's papers (``highlight``: ``(n, paper id)``) are drawn last, on top, larger
+  (trace :data:`HIGHLIGHT_ROLE`, its ``text`` the ``[n]``), each pointed at by an ``[n]``
+  annotation;
 - every point's ``customdata`` is its paper id, so a click maps back to the paper;
 - hover text is the title (escaped: plotly renders hover text as HTML; long titles are cut at
   :data:`HOVER_LINES` lines of :data:`HOVER_WIDTH` characters), the decision and the mean
@@ -67,13 +68,16 @@ HIGHLIGHT_COLOR = "#ffd400"
 DIMMED_ROLE = "pc-dimmed"
 HIGHLIGHT_ROLE = "pc-highlight"
 #: Hover label of a map point: the title (``hovertext``) in bold, then decision and rating
-#: (``text``), and the trace's name (area or decision) beside it. Markup per trace, not per point.
+#: (``text``), and beside it its area or decision in full (each trace's template puts its own
+#: name in place of ``%{fullData.name}``). Markup per trace, not per point.
 HOVER_TEMPLATE = "<b>%{hovertext}</b><br>%{text}<extra>%{fullData.name}</extra>"
 #: Hover titles: at most this many lines of this many characters, then "…".
 HOVER_WIDTH = 60
 HOVER_LINES = 2
-#: Legend entries are cut to this many characters (the hover shows the trace name in full).
-LEGEND_CHARS = 34
+#: Legend entries are cut to this many characters (beside the map; under it, in two columns),
+#: the hover shows the same name.
+LEGEND_CHARS = 40
+LEGEND_CHARS_NARROW = 24
 #: plotly config for every figure: no logo, no cloud link, scroll zoom on the map.
 CONFIG = {"displaylogo": False, "responsive": True, "scrollZoom": True}
 #: Histogram bin width, on the rating scale (ICLR: 0-10).
@@ -183,7 +187,7 @@ def _base_layout(height: int) -> dict:
 # --- the map -------------------------------------------------------------------------------------
 def map_figure(layout, papers: Mapping[str, Paper], *, color_by: str = "primary_area",
                highlight: Sequence[tuple[int, str]] = (), filters: "Filters | None" = None,
-               height: int = 640) -> "go.Figure":
+               height: int = 640, legend: str = "bottom") -> "go.Figure":
     """The conference map: one point per paper of ``layout`` that ``papers`` has (see the module
     docstring for the traces, dimming and hover).
 
@@ -196,6 +200,8 @@ def map_figure(layout, papers: Mapping[str, Paper], *, color_by: str = "primary_
         filters: papers that do not match are dimmed (one grey trace underneath); None or empty:
             nothing dimmed.
         height: figure height in px.
+        legend: ``"bottom"`` (two columns under the map, scrolling: a narrow column) or
+            ``"right"`` (one column beside it: a page of its own).
 
     Measured at 19,630 papers (all of ICLR 2026, random xy), 2 cores: building the figure takes
     about 0.3 s and its JSON (:meth:`go.Figure.to_json`, what ``gr.Plot`` sends) is about
@@ -231,12 +237,16 @@ def map_figure(layout, papers: Mapping[str, Paper], *, color_by: str = "primary_
         sel = np.asarray(idx, dtype=np.intp)
         return go.Scattergl(x=xy[sel, 0], y=xy[sel, 1], mode="markers", **kw)
 
-    def hoverable(idx: list[int]) -> dict:
+    def hoverable(idx: list[int], group: str) -> dict:
+        # the group's full name beside the label ("%" as an entity: no "%{...}" in a name is
+        # read as a template field)
+        extra = esc(group).replace("%", "&#37;")
         return dict(customdata=[ids[i] for i in idx],
                     hovertext=[hover_text(papers[ids[i]]) for i in idx],
                     text=[hover_facts(papers[ids[i]]) for i in idx],
-                    hovertemplate=HOVER_TEMPLATE)
+                    hovertemplate=HOVER_TEMPLATE.replace("%{fullData.name}", extra))
 
+    chars = LEGEND_CHARS if legend == "right" else LEGEND_CHARS_NARROW
     traces = []
     if dimmed:  # context only: no hover, no click, and no per-point text to send
         traces.append(points(dimmed, name=f"not matching the filters ({len(dimmed):,})",
@@ -253,21 +263,21 @@ def map_figure(layout, papers: Mapping[str, Paper], *, color_by: str = "primary_
         rank = {d: k for k, d in enumerate(DECISION_LEGEND)}
     for key in order:
         idx = groups[key]
-        traces.append(points(idx, name=esc(f"{_short(key)} ({len(idx):,})"),
+        traces.append(points(idx, name=esc(f"{_short(key, chars)} ({len(idx):,})"),
                              meta=f"pc-{color_by}-{rank[key]}", legendrank=1000 + rank[key],
                              marker=dict(color=colors[key], size=size, opacity=0.8),
-                             **hoverable(idx)))
+                             **hoverable(idx, key)))
 
     at = {pid: i for i, pid in enumerate(ids)}
     marked = [(n, pid) for n, pid in highlight if pid in at and pid in papers]
     if marked:
         hx = [float(xy[at[pid], 0]) for _, pid in marked]
         hy = [float(xy[at[pid], 1]) for _, pid in marked]
-        traces.append(go.Scatter(
-            x=hx, y=hy, mode="markers+text", name="this answer's papers", meta=HIGHLIGHT_ROLE,
-            text=[f"[{n}]" for n, _ in marked], textposition="top center",
-            textfont=dict(size=13, color="#111", family=FONT),
-            customdata=[pid for _, pid in marked],
+        # WebGL like the rest: an SVG trace would be drawn under the WebGL canvas, hidden at
+        # 19,630 points. The [n] labels are annotations (SVG, above the canvas) with an arrow.
+        traces.append(go.Scattergl(
+            x=hx, y=hy, mode="markers", name="this answer's papers", meta=HIGHLIGHT_ROLE,
+            text=[f"[{n}]" for n, _ in marked], customdata=[pid for _, pid in marked],
             hovertext=[f"<b>{hover_text(papers[pid], n)}</b><br>{hover_facts(papers[pid])}"
                        for n, pid in marked],
             hovertemplate="%{hovertext}<extra>this answer</extra>", legendrank=1,
@@ -279,15 +289,26 @@ def map_figure(layout, papers: Mapping[str, Paper], *, color_by: str = "primary_
     biggest = max((max(1, int(lab.size)) for lab in labels), default=1)
     annotations = [dict(x=float(lab.x), y=float(lab.y), text=esc(lab.text), showarrow=False,
                         font=dict(size=label_font(lab.size, biggest), color="#333", family=FONT),
-                        bgcolor="rgba(255,255,255,0.6)", borderpad=1)
+                        bgcolor="rgba(255,255,255,0.6)", borderpad=1, captureevents=False)
                    for lab in labels]
+    annotations += [dict(x=x, y=y, text=f"<b>[{n}]</b>", showarrow=True, arrowhead=0,
+                         arrowwidth=1.5, arrowcolor="#111", ax=0, ay=-24, bgcolor="white",
+                         bordercolor="#111", borderwidth=1, borderpad=2, name=HIGHLIGHT_ROLE,
+                         font=dict(size=12, color="#111", family=FONT))
+                    for (n, _), x, y in zip(marked, hx, hy)] if marked else []
+    if legend == "right":
+        legend_layout = dict(orientation="v", yanchor="top", y=1, xanchor="left", x=1.01,
+                             font=dict(size=11), itemsizing="constant")
+    else:  # two columns under the map, scrolling past a quarter of the figure's height
+        legend_layout = dict(orientation="h", yanchor="top", y=-0.01, xanchor="left", x=0,
+                             font=dict(size=10), itemsizing="constant", entrywidth=0.5,
+                             entrywidthmode="fraction", maxheight=0.25)
     fig.update_layout(
         **_base_layout(height), annotations=annotations, dragmode="pan",
         margin=dict(l=4, r=4, t=8, b=4),
         xaxis=dict(visible=False, showgrid=False, zeroline=False),
         yaxis=dict(visible=False, showgrid=False, zeroline=False),
-        legend=dict(orientation="h", yanchor="top", y=-0.01, xanchor="left", x=0,
-                    font=dict(size=10), itemsizing="constant"),
+        legend=legend_layout,
         meta=dict(points=n_points, dimmed=len(dimmed), color_by=color_by,
                   method=str(getattr(layout, "method", "")),
                   fingerprint=str(getattr(layout, "fingerprint", ""))))
@@ -368,7 +389,8 @@ def rating_histogram(papers: Mapping[str, Paper] | Iterable[Paper], *,
         margin=dict(l=48, r=10, t=36, b=40),
         title=dict(text=esc(title), font=dict(size=13), x=0.01, y=0.97),
         xaxis=dict(title=dict(text="mean rating", font=dict(size=11)), showgrid=False,
-                   zeroline=False, range=[float(edges[0]) - bin_width, float(edges[-1]) + bin_width]),
+                   zeroline=False,
+                   range=[float(edges[0]) - bin_width, float(edges[-1]) + bin_width]),
         yaxis=dict(title=dict(text="papers", font=dict(size=11)), gridcolor="#eee",
                    zeroline=False, range=[0, float(counts.max()) * (1.25 if marks else 1.08)]),
         meta=dict(rated=int(len(means)), unrated=int(unrated)))
@@ -525,7 +547,7 @@ def conference_html(layout, papers: Mapping[str, Paper], *, title: str,
                     color_by: str = "primary_area") -> str:
     """``paperchat map``'s page: the map coloured by ``color_by``, the rating histogram and the
     per-area table, as :func:`standalone_html`."""
-    fig = map_figure(layout, papers, color_by=color_by, height=760)
+    fig = map_figure(layout, papers, color_by=color_by, height=760, legend="right")
     on_map = sum(1 for pid in layout.ids if pid in papers)
     subtitle = (f"{on_map:,} papers; layout: {getattr(layout, 'method', '') or 'unknown'}. "
                 "Hover a point for its title, decision and mean rating; drag to pan, scroll to "

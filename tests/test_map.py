@@ -105,7 +105,7 @@ def coords(layout) -> dict[str, tuple[float, float]]:
     return {pid: (float(x), float(y)) for pid, (x, y) in zip(layout.ids, layout.xy)}
 
 
-# --- the map ------------------------------------------------------------------------------------
+# --- the map -------------------------------------------------------------------------------------
 def test_every_paper_is_one_point_at_its_layout_place(layout, papers):
     fig = mf.map_figure(layout, papers)
     ids = [pid for t in point_traces(fig) for pid in t.customdata]
@@ -169,7 +169,10 @@ def test_hover_shows_title_decision_and_rating_with_html_escaped(layout, papers)
     assert facts == "poster, rating 6"
     assert hover["p2"][1] == "poster, unrated" and hover["r3"][1] == "rejected, rating 3"
     assert hover["o1"][1] == "oral, rating 7.33"
-    assert all(tr.hovertemplate == mf.HOVER_TEMPLATE for tr in point_traces(fig))
+    extras = {tr.hovertemplate.removeprefix("<b>%{hovertext}</b><br>%{text}<extra>")
+              for tr in point_traces(fig)}
+    assert extras == {f"{a}</extra>" for a in ("optimization", "generative models",
+                                                 "learning theory", mf.NO_AREA)}
     assert "<script>" not in fig.to_json() and "<script>" not in json.dumps(
         [a.text for a in fig.layout.annotations])
 
@@ -211,12 +214,14 @@ def test_the_answers_papers_are_drawn_on_top_with_their_numbers(layout, papers):
     fig = mf.map_figure(layout, papers, highlight=[(1, "r2"), (3, "h1"), (4, "gone"),
                                                    (5, "nope")])
     top = fig.data[-1]
-    assert top.meta == mf.HIGHLIGHT_ROLE and top.type == "scatter"
+    assert top.meta == mf.HIGHLIGHT_ROLE and top.type == "scattergl"  # on top of the others
     assert list(top.text) == ["[1]", "[3]"] and list(top.customdata) == ["r2", "h1"]
     where = coords(layout)
     assert [(float(x), float(y)) for x, y in zip(top.x, top.y)] == [where["r2"], where["h1"]]
     assert top.marker.size > point_traces(fig)[0].marker.size
     assert top.hovertext[1].startswith("<b>[3] &lt;script&gt;")
+    labels = [(a.text, a.x, a.y) for a in fig.layout.annotations if a.name == mf.HIGHLIGHT_ROLE]
+    assert labels == [("<b>[1]</b>", *where["r2"]), ("<b>[3]</b>", *where["h1"])]
     assert len([t for t in fig.data if t.meta == mf.HIGHLIGHT_ROLE]) == 1
     assert mf.map_figure(layout, papers, highlight=[]).data[-1].meta != mf.HIGHLIGHT_ROLE
 
@@ -241,7 +246,7 @@ def test_answer_highlight_numbers_the_cited_papers_else_the_hits():
     assert mf.answer_highlight(None) == []
 
 
-# --- histogram --------------------------------------------------------------------------------------
+# --- histogram -----------------------------------------------------------------------------------
 def test_histogram_counts_rated_papers_and_says_how_many(papers):
     fig = mf.rating_histogram(papers)
     bars = fig.data[0]
@@ -278,7 +283,7 @@ def test_histogram_without_ratings_says_so(seed_papers):
     assert not fig.data
 
 
-# --- per-area table ---------------------------------------------------------------------------------
+# --- per-area table ------------------------------------------------------------------------------
 def test_area_table_figures_recomputed_independently(papers):
     table = mf.area_table(papers)
     by_area = {r.area: r for r in table.rows}
@@ -315,12 +320,20 @@ def test_area_table_says_acceptance_means_nothing_on_an_accepted_list(seed_paper
     assert "Every paper in this list is accepted" in out and "<td>100%</td>" not in out
 
 
+def test_a_hostile_area_name_is_escaped_and_no_template_field():
+    p = Paper("a", "t", "x", primary_area="<img src=x> 100%{customdata}")
+    fig = mf.map_figure(pca_layout([p, Paper("b", "u", "y")]), {"a": p, "b": Paper("b", "u", "y")})
+    template = next(t.hovertemplate for t in fig.data if "a" in t.customdata)
+    assert template.endswith("<extra>&lt;img src=x&gt; 100&#37;{customdata}</extra>")
+    assert "<img" not in fig.to_json()
+
+
 def test_area_table_escapes_area_names():
     table = mf.area_table([Paper("a", "t", "x", primary_area="<img src=x onerror=alert(1)>")])
     assert "<img" not in table.html() and "&lt;img src=x" in table.html()
 
 
-# --- standalone HTML --------------------------------------------------------------------------------
+# --- standalone HTML -----------------------------------------------------------------------------
 def test_standalone_html_embeds_plotly_and_fetches_nothing(layout, papers):
     page = mf.conference_html(layout, papers, title="ICLR <2026>", color_by="decision")
     assert page.startswith("<!DOCTYPE html>") and "<title>ICLR &lt;2026&gt;</title>" in page
@@ -339,7 +352,7 @@ def test_standalone_html_embeds_plotly_and_fetches_nothing(layout, papers):
     assert "<script>alert" not in page  # the hostile title stays text
 
 
-# --- paperchat map ------------------------------------------------------------------------------------
+# --- paperchat map -------------------------------------------------------------------------------
 @pytest.fixture
 def layouts(monkeypatch):
     """The real index.layout when it exists; else a stand-in module whose ensure_layout serves
@@ -429,7 +442,7 @@ def test_paperchat_map_for_a_missing_index_says_how_to_build_it(settings, tmp_pa
     assert err.count("\n") == 1 and "paperchat index PATH --name nosuch" in err
 
 
-# --- the app's Map view (ui.app.ChatApp, no server) ------------------------------------------------
+# --- the app's Map view (ui.app.ChatApp, no server) ----------------------------------------------
 CVRP = "aITKXFeivk"  # Refining Hybrid Genetic Search for CVRP via RL-Finetuned LLM
 
 
