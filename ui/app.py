@@ -122,9 +122,9 @@ attach();
 MAP_WAIT_S = 0.4
 MAP_TICK_S = 2.0
 #: Height of the map in the Map tab, px (the histogram and the area table follow below it).
-MAP_HEIGHT = 560
+MAP_HEIGHT = 600
 #: "Colour by" choices (label, :func:`rag.mapfigure.map_figure` ``color_by``).
-COLOR_CHOICES = [("primary area", "primary_area"), ("decision", "decision")]
+COLOR_CHOICES = [("colour by primary area", "primary_area"), ("colour by decision", "decision")]
 #: The question a click on a map point asks (the title in curly quotes).
 ASK_ABOUT = "Tell me about \u201c{title}\u201d"
 
@@ -604,7 +604,8 @@ def build_app(pipeline) -> gr.Blocks:
                         map_status = gr.HTML(render.map_status_html(), elem_id="pc-map-status",
                                              js_on_load=MAP_CLICK_JS)
                         color_by = gr.Radio(COLOR_CHOICES, value="primary_area",
-                                            label="Colour by", elem_id="pc-map-color")
+                                            label="Colour by", elem_id="pc-map-color",
+                                            container=False)
                         map_plot = gr.Plot(elem_id="pc-map", show_label=False)
                         hist_plot = gr.Plot(elem_id="pc-hist", show_label=False)
                         area_table = gr.HTML("", elem_id="pc-areas", js_on_load=None)

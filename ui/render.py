@@ -394,20 +394,24 @@ def map_status_html(n_papers: int = 0, *, state: str = "idle", method: str = "",
                 f'{esc(error)}</p>')
     if state == "ready":
         how = f" · layout {esc(method)}" if method else ""
-        return (f'<p class="pc-map-line">{n_papers:,} papers{how}. Hover a point for its '
-                f'paper; click one to ask about it. The answer\'s papers are marked [n].</p>')
+        return (f'<p class="pc-map-line">{n_papers:,} papers{how} · hover a point for its '
+                f'title, click it to ask about it; the answer\'s papers are marked [n]</p>')
     return '<p class="pc-map-line">Open this tab to draw the map of the papers.</p>'
 
 
 #: Styles of the Map tab (the area table comes from :meth:`rag.mapfigure.AreaTable.html`).
 MAP_CSS = """
-.pc-map-line { color: var(--body-text-color-subdued); font-size: 0.86rem; margin: 2px 0 !important; }
+.pc-map-line { color: var(--body-text-color-subdued); font-size: 0.86rem;
+  margin: 2px 0 !important; }
 .pc-map-busy::before { content: ""; display: inline-block; width: 0.8em; height: 0.8em;
   margin-right: 6px; border-radius: 50%; border: 2px solid var(--color-accent);
   border-right-color: transparent; animation: pc-spin 0.9s linear infinite; vertical-align: -1px; }
 @keyframes pc-spin { to { transform: rotate(360deg); } }
 .pc-map-error { color: #b42318; }
 #pc-map, #pc-hist { min-height: 0; }
+#pc-map-color { display: flex; align-items: center; gap: 8px; flex-wrap: wrap; }
+#pc-map-color > span, #pc-map-color .block-title { font-size: 0.85rem; margin: 0; }
+#pc-map-status { min-height: 0; }
 table.pc-areas { border-collapse: collapse; font-size: 0.8rem; width: 100%; }
 table.pc-areas th, table.pc-areas td { padding: 2px 6px; text-align: right;
   border-bottom: 1px solid var(--border-color-primary); }
@@ -415,7 +419,8 @@ table.pc-areas th:first-child, table.pc-areas td:first-child { text-align: left;
 tr.pc-area-total td { font-weight: 600; }
 .pc-area-note { padding: 6px 10px; border-radius: 6px; background: var(--color-accent-soft);
   font-size: 0.85rem; margin: 4px 0 !important; }
-.pc-area-caption { color: var(--body-text-color-subdued); font-size: 0.75rem; margin: 4px 0 0 !important; }
+.pc-area-caption { color: var(--body-text-color-subdued); font-size: 0.75rem;
+  margin: 4px 0 0 !important; }
 """
 
 
