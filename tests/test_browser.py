@@ -437,3 +437,123 @@ def test_a_filter_read_from_the_question_shows_as_a_chip_and_its_removal_asks_wi
     assert chip_button(page, "status=oral").count() == 0
     assert not page.locator(f"{CHIPS} .pc-filters").count()  # no filter left: no chip row
     assert watched.external == [] and watched.dialogs == [] and watched.errors == []
+
+
+# --- the Map tab ---------------------------------------------------------------------------------
+MAP_GD = "#pc-map .js-plotly-plot"
+HIST_GD = "#pc-hist .js-plotly-plot"
+#: The map's traces in the page, as (role, ids, texts): role is the trace's meta
+#: (rag.mapfigure: pc-<color>-<rank>, pc-dimmed, pc-highlight).
+MAP_TRACES = """(sel) => { const g = document.querySelector(sel);
+  return g && g.data ?
+    g.data.map(t => [t.meta || '', t.customdata || [], t.text || []]) : null; }"""
+
+
+def seed_titles() -> dict[str, str]:
+    import json
+
+    return {r["id"]: r["title"] for r in (json.loads(line) for line in
+            (ROOT / "data" / "seed_papers.jsonl").open(encoding="utf-8") if line.strip())}
+
+
+def open_map(page) -> None:
+    page.get_by_role("tab", name="Map").click()
+    page.wait_for_function(f"() => {{ const g = document.querySelector('{MAP_GD}');"
+                           " return g && g.data && g.data.length && g._fullLayout; }",
+                           timeout=ANSWER_TIMEOUT)
+
+
+def map_traces(page) -> list:
+    return page.evaluate(MAP_TRACES, MAP_GD)
+
+
+def test_map_tab_draws_every_paper_marks_the_answer_hovers_and_asks_on_click(watched,
+                                                                             seed_server):
+    page = watched.page
+    page.goto(seed_server.url)
+    titles = seed_titles()
+
+    # the map: every seed paper once, coloured by primary area; nothing from the network
+    open_map(page)
+    traces = map_traces(page)
+    ids = [pid for role, cd, _ in traces if role.startswith("pc-primary_area") for pid in cd]
+    assert sorted(ids) == sorted(titles)
+    assert f"{len(titles)} papers" in page.inner_text("#pc-map-status")
+    assert page.evaluate("typeof window.Plotly === 'object' && Plotly.version")  # Gradio's own
+    hist_title = page.evaluate(f"document.querySelector('{HIST_GD}').layout.title.text")
+    assert hist_title == "No paper in this list has reviewer ratings"  # the seed list has none
+    assert "Every paper in this list is accepted" in page.inner_text("#pc-areas")
+
+    # hover: a point's label shows its title. Plotly.Fx.hover with {curveNumber, pointNumber}
+    # draws nothing for WebGL (scattergl) traces; with the point's data coordinates it does
+    first_id = traces[0][1][0]
+    page.evaluate("(sel) => { const g = document.querySelector(sel); const t = g._fullData[0];"
+                  " Plotly.Fx.hover(g, {xval: t.x[0], yval: t.y[0]}); }", MAP_GD)
+    page.wait_for_selector(f"{MAP_GD} .hoverlayer .hovertext", state="attached",
+                           timeout=10_000)
+    hover = page.evaluate("(sel) => [...document.querySelectorAll(sel + ' .hoverlayer text')]"
+                          ".map(t => t.textContent).join(' ')", MAP_GD)
+    squeeze = lambda text: "".join(text.split())  # noqa: E731 - the label's lines are tspans
+    assert squeeze(titles[first_id])[:40] in squeeze(hover) and "poster, unrated" in hover
+
+    # an answer: its cited papers are marked on the map with their [n]
+    page.get_by_role("tab", name="Sources").click()
+    watched.ask(VRP_QUESTION)
+    cited = {page.inner_text(f"#{card.get_attribute('id')} .pc-n"):
+             page.inner_text(f"#{card.get_attribute('id')} .pc-title")
+             for card in page.query_selector_all("#pc-sources article.pc-cited")}
+    assert cited, page.inner_text("#pc-sources")
+    by_title = {" ".join(t.split()): pid for pid, t in titles.items()}
+    want = sorted((n, by_title[" ".join(t.split())]) for n, t in cited.items())
+    open_map(page)
+    page.wait_for_function(f"() => {{ const g = document.querySelector('{MAP_GD}');"
+                           " return g && g.data.some(t => t.meta === 'pc-highlight'); }",
+                           timeout=60_000)
+    marked = [t for t in map_traces(page) if t[0] == "pc-highlight"][0]
+    assert sorted(zip(marked[2], marked[1])) == want
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "paperchat-map.png"), full_page=True)
+
+    # a click on a point asks about its paper (a real mouse click at the point's pixel)
+    role, cd, _ = next(t for t in map_traces(page) if t[0].startswith("pc-primary_area"))
+    target = next(pid for pid in cd if pid not in dict(want).values()) if len(cd) > 1 else cd[0]
+    curve = [t[0] for t in map_traces(page)].index(role)
+    point = cd.index(target)
+    x, y = page.evaluate("""([sel, c, p]) => { const g = document.querySelector(sel);
+        const xa = g._fullLayout.xaxis, ya = g._fullLayout.yaxis, r = g.getBoundingClientRect();
+        const t = g._fullData[c];
+        return [r.left + xa._offset + xa.l2p(t.x[p]), r.top + ya._offset + ya.l2p(t.y[p])]; }""",
+                         [MAP_GD, curve, point])
+    page.mouse.move(x, y)
+    page.wait_for_timeout(300)
+    page.mouse.click(x, y)
+    asked = f"Tell me about \u201c{' '.join(titles[target].split())}\u201d"
+    page.wait_for_function("(q) => document.querySelector('#pc-chat').innerText.includes(q)",
+                           arg=asked, timeout=60_000)
+    page.wait_for_function(
+        "(id) => { const g = document.querySelector('#pc-map .js-plotly-plot');"
+        " return g && g.data.some(t => t.meta === 'pc-highlight' && t.customdata.includes(id)); }",
+        arg=target, timeout=ANSWER_TIMEOUT)
+    assert page.locator("#pc-chat .message-content").count() == 4  # two questions, two answers
+    assert watched.external == [] and watched.dialogs == [] and watched.errors == []
+
+
+def test_map_colours_by_decision_and_follows_the_status_filter(watched, seed_server):
+    page = watched.page
+    page.goto(seed_server.url)
+    open_map(page)
+    page.get_by_label("decision").check()
+    page.wait_for_function(f"() => {{ const g = document.querySelector('{MAP_GD}');"
+                           " return g && g.data.some("
+                           "t => (t.meta || '').startsWith('pc-decision')); }", timeout=60_000)
+    roles = [t[0] for t in map_traces(page)]
+    assert roles == ["pc-decision-2"]  # every seed paper is a poster (rank 2: oral, spotlight)
+    page.click("#pc-status input")
+    page.get_by_role("option", name="Oral").click()
+    page.wait_for_function(f"() => {{ const g = document.querySelector('{MAP_GD}');"
+                           " return g && g.data.some(t => t.meta === 'pc-dimmed'); }",
+                           timeout=60_000)
+    dimmed = page.evaluate(f"document.querySelector('{MAP_GD}')._fullData"
+                           ".filter(t => t.meta === 'pc-dimmed').map(t => t.x.length)")
+    assert dimmed == [len(seed_titles())]  # no seed paper is an oral: all dimmed, none hidden
+    assert watched.external == [] and watched.dialogs == [] and watched.errors == []
