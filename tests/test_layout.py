@@ -198,6 +198,9 @@ def test_same_seed_same_map(settings, fake_embedder):
     b = lay.compute_layout(store, papers, catalog.chunk_counts(), seed=0, log=lambda m: None)
     assert a.ids == b.ids and np.array_equal(a.xy, b.xy)
     assert a.labels == b.labels
+    # the fingerprint a bare compute_layout records is the catalog's
+    assert a.fingerprint == manifest.read(settings.index_dir())["catalog_fingerprint"]
+    assert a.text_hashes == [catalog.hashes()[i].split(":")[0] for i in a.ids]
 
 
 @pytest.mark.parametrize("n, method", [(1, "circle"), (2, "circle"), (3, "PCA"), (4, "PCA"),
@@ -287,6 +290,31 @@ def test_labels_fall_back_to_title_words():
     assert labels == {"annealing · quantum · schedules", "climate"}
 
 
+def test_regions_sharing_a_label_are_told_apart():
+    """Two regions whose only strong keyword is LLM: the larger keeps "LLM", the other is
+    labelled by its own next keyword."""
+    rng = np.random.default_rng(0)
+    xy = np.concatenate([rng.normal(c, 0.3, (m, 2)) for c, m in ((0, 30), (40, 25), (80, 30))])
+    papers = ([Paper(id=f"a{i}", title="", abstract="", keywords=["LLM"] + ["math"] * (i < 4))
+               for i in range(30)] +
+              [Paper(id=f"b{i}", title="", abstract="", keywords=["LLMs"] + ["safety"] * (i < 3))
+               for i in range(25)] +
+              [Paper(id=f"c{i}", title="", abstract="", keywords=["robot"]) for i in range(30)])
+    labels = lay.cluster_labels(xy.astype(np.float32), papers)
+    assert [(lb.text, lb.size) for lb in labels] == [("LLM", 30), ("robot", 30), ("safety", 25)]
+
+
+@pytest.mark.parametrize("a, b, same", [
+    ("LLM", "large language models", True), ("diffusion", "Diffusion Models", True),
+    ("time series", "time series forecasting", True), ("Mixture-of-Experts", "mixture of experts",
+                                                       True),
+    ("RL", "world model", False), ("graph", "graph neural networks", True),
+    ("speech", "ASR", False), ("in-context learning", "ICL", True),
+])
+def test_same_topic(a, b, same):
+    assert lay._same_topic(a, b) is same
+
+
 @pytest.mark.parametrize("terms, text", [
     ([("LLM", 2.0), ("large language models", 1.9), ("reasoning", 1.0)], "LLM · reasoning"),
     ([("diffusion", 2.0), ("diffusion models", 1.5), ("video", 0.5)], "diffusion"),
@@ -299,7 +327,7 @@ def test_label_text(terms, text):
 
 def test_min_cluster_size_grows_with_the_index():
     assert [lay.min_cluster_size(n) for n in (0, 19, 1000, 5358, 19630, 10 ** 6)] == \
-        [5, 5, 5, 27, 98, 150]
+        [5, 5, 7, 36, 131, 200]
 
 
 # --- the quality metric ---------------------------------------------------------------------------
@@ -326,6 +354,25 @@ def test_knn_preservation_of_pca_on_a_line_is_perfect_and_random_is_low():
     assert knn_preservation(vectors, lay.pca_2d(vectors)) == 1.0
     rng = np.random.default_rng(0)
     assert knn_preservation(vectors, rng.normal(size=(200, 2))) < 0.2
+
+
+def test_bench_layout_runs_on_a_small_index(settings, fake_embedder):
+    """``paperchat bench layout`` on 40 papers, PCA only, one round: it reports figures (a
+    benchmark never fails on time; this only keeps it running)."""
+    from rag.bench import bench_layout, format_result
+
+    papers = load_papers(SEED).papers
+    build(papers + [replace(p, id=f"{p.id}-copy", title=f"{p.title} (copy)") for p in papers] +
+          [replace(papers[0], id=f"extra{i}", title=f"Extra {i}") for i in range(2)], settings,
+          fake_embedder)
+    result = bench_layout(settings, methods=("pca", "nosuchlib"), rounds=1, log=lambda m: None)
+    assert result["papers"] == 40
+    assert 0.0 <= result["methods"]["pca"]["knn10_nn1"] <= 1.0
+    assert result["methods"]["nosuchlib"] == {"skipped": "nosuchlib is not installed"}
+    assert result["index_time"]["method"].startswith("openTSNE")
+    for how in ("place_new", "opentsne_transform"):
+        assert 0.0 <= result["incremental"][how]["knn10_nn1_placed"] <= 1.0
+    assert "index_time:" in format_result(result)
 
 
 # --- the real accepted list -----------------------------------------------------------------------
