@@ -104,7 +104,7 @@ def _parser() -> argparse.ArgumentParser:
                     help="colour the papers by primary area (default) or by decision")
 
     bn = sub.add_parser("bench", help="benchmarks that print figures")
-    bn.add_argument("what", choices=["index", "query", "answer"])
+    bn.add_argument("what", choices=["index", "query", "answer", "layout"])
     bn.add_argument("--json", action="store_true")
     bn.add_argument("--index", default=None)
     return p
