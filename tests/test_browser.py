@@ -511,6 +511,8 @@ def test_map_tab_draws_every_paper_marks_the_answer_hovers_and_asks_on_click(wat
                            timeout=60_000)
     marked = [t for t in map_traces(page) if t[0] == "pc-highlight"][0]
     assert sorted(zip(marked[2], marked[1])) == want
+    assert f"{len(titles)} papers" in page.inner_text("#pc-map-status")  # not blanked
+    assert "Every paper in this list is accepted" in page.inner_text("#pc-areas")
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "paperchat-map.png"), full_page=True)
 

@@ -538,3 +538,23 @@ def test_a_click_on_a_very_long_title_fits_the_question_limit(chat_app):
     app.settings.max_question_chars = 60
     question = app.question_about(CVRP)
     assert len(question) == 60 and question.endswith("…\u201d")
+
+
+def test_map_key_tells_a_new_answer_from_a_copy_of_the_same():
+    import copy
+
+    pytest.importorskip("gradio")
+    from ui.app import map_key
+
+    a = Paper("a", "a", "x")
+    first = Answer("q", "q", "x [1]", [Citation(1, a)], [Hit(a, 1.0)],
+                   timings_ms={"total": 5.0})
+    again = Answer("q", "q", "x [1]", [Citation(1, a)], [Hit(a, 1.0)],
+                   timings_ms={"total": 7.0})
+    key = map_key("primary_area", "any", "any", [first])
+    assert map_key("primary_area", "any", "any", copy.deepcopy([first])) == key
+    assert map_key("primary_area", "any", "any", [first, again]) != key
+    assert map_key("primary_area", "any", "any", [again]) != key  # regenerated
+    assert map_key("decision", "any", "any", [first]) != key
+    assert map_key("primary_area", "oral", "any", [first]) != key
+    assert map_key("primary_area", "any", "any", []) != key

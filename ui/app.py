@@ -241,6 +241,18 @@ def turn_for(answer):
     return turn_after(answer)
 
 
+def map_key(color_by, status, area, answers) -> list:
+    """What the Map tab shows, for telling whether a redraw is due: the colour, the two
+    dropdowns and the last answer (its question, its cited or listed papers and when it ended;
+    answers pass through ``gr.State`` as copies, so identity cannot tell)."""
+    from rag.mapfigure import answer_highlight
+
+    last = list(answers or [])[-1:]
+    answer = [len(answers or []), last[0].question, answer_highlight(last[0]),
+              last[0].timings_ms.get("total")] if last else []
+    return [color_by, status, area, answer]
+
+
 def mode_choices(auto_mode: str) -> list[tuple[str, str]]:
     """Answer-mode dropdown choices (label, value); ``auto`` says what it picks for this model."""
     return [(f"auto ({auto_mode})", "auto")] + [(m, m) for m in ANSWER_MODES[1:]]
@@ -609,7 +621,8 @@ def build_app(pipeline) -> gr.Blocks:
                         map_plot = gr.Plot(elem_id="pc-map", show_label=False)
                         hist_plot = gr.Plot(elem_id="pc-hist", show_label=False)
                         area_table = gr.HTML("", elem_id="pc-areas", js_on_load=None)
-        map_on = gr.State(False)  # this session opened the Map tab: keep it up to date
+        map_on = gr.State(False)  # this session's map is drawn: keep it up to date
+        map_drawn = gr.State(None)  # map_key() of what the map shows
 
         outputs = [chatbot, question, sources, turns, answers, last_question, bib, dl_cited,
                    dl_all, dl_md, chips, drops]
@@ -735,24 +748,31 @@ def build_app(pipeline) -> gr.Blocks:
             """The Map tab opened: draw everything the first time (the layout is computed then
             if the index has none); later openings keep what is drawn."""
             if on:
-                yield {map_on: True}
+                yield gr.skip()  # (a generator that yields nothing blanks every output)
                 return
             for part in app.map_parts(cb, st, ar, an):
-                yield map_updates(part) | {map_on: "map" in part}
+                done = "map" in part
+                yield map_updates(part) | {map_on: done,
+                                           map_drawn: map_key(cb, st, ar, an) if done else None}
 
-        def redraw_map(cb, st, ar, an, on):
-            """Colour, filters or the last answer changed: redraw the map (and the histogram's
-            marks); nothing until the session opens the Map tab."""
-            if not on:
+        def redraw_map(cb, st, ar, an, on, drawn):
+            """Colour, filters or the last answer changed since the map was drawn: redraw it
+            (and the histogram's marks). Nothing before the session's map is drawn; after the
+            first drawing (which can take a minute), whatever changed meanwhile is drawn."""
+            key = map_key(cb, st, ar, an)
+            if not on or key == drawn:
+                yield gr.skip()  # (a generator that yields nothing blanks every output)
                 return
             for part in app.map_parts(cb, st, ar, an, hist=True, table=False):
-                yield map_updates(part)
+                yield map_updates(part) | ({map_drawn: key} if "map" in part else {})
 
         def ask_about(evt: gr.EventData):
             return app.question_about((getattr(evt, "_data", None) or {}).get("paper"))
 
-        map_inputs = [color_by, status, area, answers, map_on]
-        map_tab.select(open_map, map_inputs, map_outputs + [map_on], **map_common)
+        map_inputs = [color_by, status, area, answers, map_on, map_drawn]
+        map_outputs = map_outputs + [map_drawn]
+        map_tab.select(open_map, map_inputs[:-1], map_outputs + [map_on], **map_common) \
+            .then(redraw_map, map_inputs, map_outputs, **map_common)
         for control in (color_by, status, area):
             control.change(redraw_map, map_inputs, map_outputs, **map_common)
         ev_map_ask = map_status.click(ask_about, None, question, queue=False,
