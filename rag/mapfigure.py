@@ -291,11 +291,13 @@ def map_figure(layout, papers: Mapping[str, Paper], *, color_by: str = "primary_
                         font=dict(size=label_font(lab.size, biggest), color="#333", family=FONT),
                         bgcolor="rgba(255,255,255,0.6)", borderpad=1, captureevents=False)
                    for lab in labels]
+    # arrows of three lengths and alternating sides, so the labels of close papers stay apart
     annotations += [dict(x=x, y=y, text=f"<b>[{n}]</b>", showarrow=True, arrowhead=0,
-                         arrowwidth=1.5, arrowcolor="#111", ax=0, ay=-24, bgcolor="white",
-                         bordercolor="#111", borderwidth=1, borderpad=2, name=HIGHLIGHT_ROLE,
+                         arrowwidth=1.5, arrowcolor="#111", ax=(-1) ** k * 10 * (k % 3 > 0),
+                         ay=-22 - 16 * (k % 3), bgcolor="white", bordercolor="#111",
+                         borderwidth=1, borderpad=2, name=HIGHLIGHT_ROLE,
                          font=dict(size=12, color="#111", family=FONT))
-                    for (n, _), x, y in zip(marked, hx, hy)] if marked else []
+                    for k, ((n, _), x, y) in enumerate(zip(marked, hx, hy))] if marked else []
     if legend == "right":
         legend_layout = dict(orientation="v", yanchor="top", y=1, xanchor="left", x=1.01,
                              font=dict(size=11), itemsizing="constant")
