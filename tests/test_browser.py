@@ -537,6 +537,14 @@ def test_map_tab_draws_every_paper_marks_the_answer_hovers_and_asks_on_click(wat
         " return g && g.data.some(t => t.meta === 'pc-highlight' && t.customdata.includes(id)); }",
         arg=target, timeout=ANSWER_TIMEOUT)
     assert page.locator("#pc-chat .message-content").count() == 4  # two questions, two answers
+
+    # an answer's [n] clicked while the Map tab is open brings back the Sources and its card
+    link = page.locator(LAST_BUBBLE).locator("a.pc-cite").first
+    href = link.get_attribute("href")
+    link.click()
+    page.wait_for_function("() => document.querySelector('#pc-tab-sources-button')"
+                           ".getAttribute('aria-selected') === 'true'", timeout=10_000)
+    page.locator(href).wait_for(state="visible", timeout=10_000)
     assert watched.external == [] and watched.dialogs == [] and watched.errors == []
 
 
