@@ -273,12 +273,18 @@ all more less efficient effective""".split())
 #: HDBSCAN's ``min_samples`` (at most): how dense a point's neighbourhood must be to be a core
 #: point. Left at its default (``min_cluster_size``), the 19,630-paper map fell into 2 clusters.
 MIN_SAMPLES = 10
+#: Largest region, as a share of the papers (HDBSCAN's ``max_cluster_size``; never below 200
+#: papers, so that small indexes keep whole topics). Without it, one of
+#: two t-SNE maps of the same 19,630 papers (inputs differing by float rounding) gave 2 regions,
+#: one of 19,328 papers; with it, 35 (the other map: 33 either way; 5,358 papers: 30).
+MAX_CLUSTER_SHARE = 0.1
 
 
 def min_cluster_size(n: int) -> int:
     """HDBSCAN's ``min_cluster_size`` for a map of ``n`` papers: n / 150, at least 5 (a topic
-    needs a handful of papers) and at most 200. With ``min_samples`` :data:`MIN_SAMPLES`, 30
-    regions at 5,358 papers and 33 at 19,630 (measured), few enough to read on one screen."""
+    needs a handful of papers) and at most 200. With ``min_samples`` :data:`MIN_SAMPLES` and
+    regions of at most :data:`MAX_CLUSTER_SHARE` of the papers: 30 regions at 5,358 papers and
+    33-35 at 19,630 (measured), few enough to read on one screen."""
     return int(min(200, max(5, round(n / 150))))
 
 
@@ -389,6 +395,7 @@ def cluster_labels(xy: np.ndarray, papers: Sequence[Paper]) -> list[Label]:
     from sklearn.cluster import HDBSCAN
 
     assign = HDBSCAN(min_cluster_size=mcs, min_samples=min(MIN_SAMPLES, mcs),
+                     max_cluster_size=max(200, int(MAX_CLUSTER_SHARE * n)),
                      copy=True).fit_predict(np.asarray(xy, np.float64))
     k = int(assign.max()) + 1
     if k <= 0:
