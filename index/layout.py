@@ -34,11 +34,13 @@ labels.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
 import re
 import sys
+import tempfile
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -480,13 +482,18 @@ def save_layout(index_dir: Path, layout: Layout) -> None:
     meta = {"format_version": FORMAT_VERSION, "method": layout.method,
             "fingerprint": layout.fingerprint, "params": layout.params,
             "labels": [[lb.text, lb.x, lb.y, lb.size] for lb in layout.labels]}
-    tmp = path.with_name(f".{LAYOUT_FILE}.{os.getpid()}.tmp")
-    with open(tmp, "wb") as fh:
-        np.savez(fh, ids=np.asarray(layout.ids, dtype=str),
-                 xy=np.asarray(layout.xy, dtype=np.float32).reshape(-1, 2),
-                 text_hashes=np.asarray(layout.text_hashes, dtype=str),
-                 meta=np.asarray(json.dumps(meta, ensure_ascii=False)))
-    os.replace(tmp, path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{LAYOUT_FILE}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            np.savez(fh, ids=np.asarray(layout.ids, dtype=str),
+                     xy=np.asarray(layout.xy, dtype=np.float32).reshape(-1, 2),
+                     text_hashes=np.asarray(layout.text_hashes, dtype=str),
+                     meta=np.asarray(json.dumps(meta, ensure_ascii=False)))
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 def load_layout(index_dir: Path) -> Layout | None:
@@ -505,9 +512,7 @@ def load_layout(index_dir: Path) -> Layout | None:
         labels = [Label(str(t), float(x), float(y), int(s)) for t, x, y, s in meta["labels"]]
         return Layout(ids, xy, labels, str(meta["method"]), str(meta["fingerprint"]),
                       hashes if len(hashes) == len(ids) else [], dict(meta.get("params") or {}))
-    except (OSError, ValueError, KeyError, TypeError, json.JSONDecodeError, EOFError):
-        return None
-    except Exception:  # noqa: BLE001 - a corrupt zip raises zipfile.BadZipFile and others
+    except Exception:  # noqa: BLE001 - OSError, ValueError, KeyError, zipfile.BadZipFile ...
         return None
 
 

@@ -265,9 +265,6 @@ def _own_peak_rss_mb() -> float:
 def _layout_child(method: str, vectors_path: str, out_path: str, seed: int) -> None:
     """Run one 2-D method in this (fresh) process on the vectors at ``vectors_path``; save the
     map to ``out_path`` and print one JSON line: import and fit seconds, threads, peak RSS."""
-    import os
-    import resource
-
     import numpy as np
 
     x = np.load(vectors_path)
