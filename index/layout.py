@@ -6,20 +6,21 @@ Paper vectors: each paper's L2-normalised mean of its stored chunk vectors (the 
 
 2-D method: t-SNE by openTSNE (Barnes-Hut gradients below 10,000 papers, FFT interpolation
 above: Linderman et al. 2019) on those vectors, with openTSNE's default schedule (250 early
-exaggeration + 500 iterations), chosen on measurement against UMAP, PaCMAP and a PCA baseline (``paperchat bench layout``; figures in
-README.md): it keeps the most local structure, measured as the share of papers whose nearest
-neighbour on the map is among their 10 nearest neighbours in embedding space (cosine;
-:func:`knn_preservation`). The vectors are unit length, so euclidean neighbours are cosine
-neighbours. Seeded: the same vectors and seed give the same map (vectors that differ by float
-rounding give another, equally good one). Fewer than :data:`MIN_TSNE`
-papers get a deterministic PCA layout (a circle below 3 papers), 0 papers an empty one.
+exaggeration + 500 iterations), chosen on measurement against UMAP, PaCMAP and a PCA baseline
+(``paperchat bench layout``; figures in README.md): it keeps the most local structure, measured
+as the share of papers whose nearest neighbour on the map is among their 10 nearest neighbours
+in embedding space (cosine; :func:`knn_preservation`). The vectors are unit length, so
+euclidean neighbours are cosine neighbours. Seeded: the same vectors and seed give the same map
+(vectors that differ by float rounding give another, equally good one). Fewer than
+:data:`MIN_TSNE` papers get a deterministic PCA layout (a circle below 3 papers), 0 papers an
+empty one.
 
 Topic labels: density clusters of the 2-D map (scikit-learn's HDBSCAN, ``min_cluster_size``
 from :func:`min_cluster_size`, ``min_samples`` :data:`MIN_SAMPLES`, regions of at most
-:data:`MAX_CLUSTER_SHARE` of the papers), each labelled by its most distinctive keywords (a coverage-weighted
-log-odds lift over the papers' own ``keywords``, see :func:`_distinctive`; title words when a
-cluster's keywords are too sparse; never a model) and placed at the cluster's median point
-(:func:`cluster_labels`).
+:data:`MAX_CLUSTER_SHARE` of the papers), each labelled by its most distinctive keywords (a
+coverage-weighted log-odds lift over the papers' own ``keywords``, see :func:`_distinctive`;
+title words when a cluster's keywords are too sparse; never a model) and placed at the
+cluster's median point (:func:`cluster_labels`).
 
 Storage: ``layout.npz`` in the index directory (:data:`LAYOUT_FILE`), written atomically: ids, xy
 (float32), the labels, the method and its parameters, each paper's text hash and the catalog
