@@ -28,19 +28,33 @@ K = 10
 TYPES = ("specific", "seed", "comparative", "followup", "out_of_corpus")
 
 
-def load_queries(path: str | Path) -> list[dict]:
-    """Read a query file. Raises PaperchatError naming the line of a malformed query."""
+def read_objects(path: str | Path, valid, what: str) -> list[dict]:
+    """The JSON objects of a JSONL file (blank lines skipped) for which ``valid(obj)`` is true.
+
+    Raises:
+        PaperchatError: naming the line of one that is not JSON or not ``valid`` (``what``
+            says what the line should have been).
+    """
     rows = []
     for i, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
         if not line.strip():
             continue
         try:
             q = json.loads(line)
-            assert isinstance(q["question"], str) and isinstance(q.get("gold", []), list)
-            q.setdefault("type", "specific")
+            assert valid(q)
             rows.append(q)
-        except (ValueError, KeyError, AssertionError):
-            raise PaperchatError(f"{path}: line {i}: not a query object with 'question' and 'gold'") from None
+        except (ValueError, KeyError, AssertionError, TypeError):
+            raise PaperchatError(f"{path}: line {i}: not {what}") from None
+    return rows
+
+
+def load_queries(path: str | Path) -> list[dict]:
+    """Read a query file. Raises PaperchatError naming the line of a malformed query."""
+    rows = read_objects(path, lambda q: isinstance(q["question"], str)
+                        and isinstance(q.get("gold", []), list),
+                        "a query object with 'question' and 'gold'")
+    for q in rows:
+        q.setdefault("type", "specific")
     return rows
 
 

@@ -22,7 +22,6 @@ The report gives the share of checks passed, per category and overall, and every
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
@@ -31,18 +30,11 @@ from rag.errors import PaperchatError
 
 def load_checks(path: str | Path) -> list[dict]:
     """Read a checks file. Raises PaperchatError naming the line of a malformed entry."""
-    rows = []
-    for i, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            q = json.loads(line)
-            assert isinstance(q["question"], str) and isinstance(q["expect"], dict) and q["expect"]
-            rows.append(q)
-        except (ValueError, KeyError, AssertionError, TypeError):
-            raise PaperchatError(f"{path}: line {i}: not a check object with 'question' and a "
-                                 "non-empty 'expect'") from None
-    return rows
+    from rag.evaluate import read_objects
+
+    return read_objects(path, lambda q: isinstance(q["question"], str)
+                        and isinstance(q["expect"], dict) and bool(q["expect"]),
+                        "a check object with 'question' and a non-empty 'expect'")
 
 
 def _first_number(text: str) -> int | None:
