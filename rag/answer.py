@@ -275,7 +275,7 @@ def understand(question: str, retriever, filters: Filters | None,
     from rag.intent import has_topic
     from rag.intent import read as read_intent
 
-    intent = read_intent(question, areas=area_names(retriever))
+    intent = read_intent(question, areas=retriever.area_names())
     words = intent.filters.without(list(drop_filters)) if intent.filters else Filters()
     notes: list[AnswerSentence] = []
     authors = words.values.get("author", [])
@@ -314,18 +314,6 @@ def understand(question: str, retriever, filters: Filters | None,
                                               facets.LISTED)
         reading.direct = (sentences, hits, "count" if counting else "list", False)
     return reading
-
-
-def area_names(retriever) -> list[str]:
-    """The primary areas of the retriever's papers (cached on it)."""
-    names = getattr(retriever, "_area_names", None)
-    if names is None:
-        names = sorted({p.primary_area for p in retriever.papers.values() if p.primary_area})
-        try:
-            retriever._area_names = names
-        except AttributeError:
-            pass
-    return names
 
 
 def check_mode(name: str) -> str:

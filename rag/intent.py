@@ -18,6 +18,7 @@ import unicodedata
 from dataclasses import dataclass, field
 
 from rag.filters import FilterError, Filters
+from rag.filters import fold as fold_text
 
 _PAPERS = r"(?:papers?|submissions?|works?|ones|articles)"
 # "oral papers", "rejected submissions", "spotlight works"
@@ -114,10 +115,9 @@ def has_topic(query: str) -> bool:
 
 
 def fold(text: str) -> str:
-    """Lower-case words without accents or punctuation, single-spaced (for matching area names)."""
-    text = unicodedata.normalize("NFKD", text.lower())
-    text = "".join(c for c in text if not unicodedata.combining(c))
-    return " ".join(re.findall(r"[a-z0-9]+", text))
+    """:func:`rag.filters.fold` without punctuation: lower-case words without accents,
+    single-spaced (for matching area names)."""
+    return " ".join(re.findall(r"[a-z0-9]+", fold_text(text)))
 
 
 def foreign_share(question: str) -> float:

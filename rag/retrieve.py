@@ -50,9 +50,11 @@ _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9+_.-]*[A-Za-z0-9+]|[A-Za-z0-9]")
 
 
 def fold(text: str) -> str:
-    """Lower-case letters and digits only: names compare regardless of case, hyphens and spacing
-    (``Part-X-MLLM``, ``part x mllm`` -> ``partxmllm``)."""
-    return re.sub(r"[^a-z0-9]", "", unicodedata.normalize("NFKC", text).lower())
+    """:func:`rag.conversation.fold_name` of the NFKC form: names compare regardless of case,
+    hyphens and spacing (``Part-X-MLLM``, ``part x mllm`` -> ``partxmllm``; ``F²SA`` -> ``f2sa``)."""
+    from rag.conversation import fold_name
+
+    return fold_name(unicodedata.normalize("NFKC", text))
 
 
 def name_like(word: str) -> bool:
@@ -187,6 +189,7 @@ class Retriever:
         self.name = name
         self._paper_rows = np.array([pid in papers for pid in lexical.ids])
         self._title_names: dict[str, list[str]] | None = None
+        self._area_names: list[str] | None = None
 
     @classmethod
     def open(cls, settings, embedder, name: str | None = None) -> "Retriever":
@@ -267,6 +270,13 @@ class Retriever:
             catalog = Catalog(self.settings.index_dir(self.name) / "papers.sqlite")
             self._search_texts = {p.id: text for p, text in catalog.papers() if p.id in self.papers}
         return self._search_texts
+
+    def area_names(self) -> list[str]:
+        """The distinct primary areas of the indexed papers, sorted (computed once)."""
+        if self._area_names is None:
+            self._area_names = sorted({p.primary_area for p in self.papers.values()
+                                       if p.primary_area})
+        return self._area_names
 
     def title_names(self) -> dict[str, list[str]]:
         """Folded title name (:func:`title_name`) -> ids of the papers whose title has it."""
