@@ -177,6 +177,15 @@ def real_index(real_settings, real_embedder):
     return Retriever.open(real_settings, real_embedder)
 
 
+def shared(name: str) -> Path:
+    """``../shared/data/<name>``, or skip the calling test with the reason when it is absent."""
+    path = SHARED_DATA / name
+    if not path.is_file():
+        pytest.skip(f"{path} is absent (the shared paper data lives beside the repo in "
+                    f"../shared/data; see shared/data/README.md)")
+    return path
+
+
 @pytest.fixture(scope="session")
 def accepted_index(tmp_path_factory, real_embedder):
     """Every accepted ICLR 2026 paper (../shared/data/iclr2026_accepted.jsonl, 5,358 papers)

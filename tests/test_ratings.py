@@ -11,15 +11,9 @@ import pytest
 
 from index.sources import load_papers
 from rag.types import Paper
-from tests.conftest import SHARED_DATA
+from tests.conftest import shared
 
 
-def shared(name: str):
-    path = SHARED_DATA / name
-    if not path.is_file():
-        pytest.skip(f"{path} is absent (the shared paper data lives beside the repo in "
-                    f"../shared/data; see shared/data/README.md)")
-    return path
 
 
 def write_jsonl(path, records):

@@ -10,17 +10,11 @@ import pytest
 from index.sources import (FORMATS, LoadResult, Problem, detect_format, load_papers,
                            split_openreview_venue, venue_from_filename)
 from rag.errors import SourceFormatError
-from tests.conftest import ROOT, SHARED_DATA
+from tests.conftest import ROOT, shared
 
 DATA = ROOT / "tests" / "data"
 
 
-def shared(name: str):
-    path = SHARED_DATA / name
-    if not path.is_file():
-        pytest.skip(f"{path} is absent (the shared paper data lives beside the repo in "
-                    f"../shared/data; see shared/data/README.md)")
-    return path
 
 
 # --- the real samples -----------------------------------------------------------------------------
