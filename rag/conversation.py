@@ -68,8 +68,8 @@ class Turn:
 
 
 _NEW_TOPIC = re.compile(r"^\s*(?:(?:is|are) there|any(?:one|body)?\b|find|list|show me|search|"
-                        r"(?:which|what) (?:papers?|works?|methods?|approaches|studies|research)\b)",
-                        re.I)
+                        r"(?:which|what) (?:papers?|works?|methods?|approaches|studies|research)\b|"
+                        r"(?:papers|works|studies) (?:that|which|on|about|using|with)\b)", re.I)
 
 
 def turn_after(answer) -> Turn:

@@ -406,3 +406,11 @@ def test_hostile_questions_are_read_quickly_without_errors(question):
     intent = read(question, areas=AREAS)
     assert time.perf_counter() - t0 < 2.0  # generous: measured 1-20 ms; a backtracking regex takes minutes
     assert all(len(s) < 200 for s in intent.filters.as_strings())
+
+
+def test_papers_that_opens_a_new_search_not_a_follow_up():
+    from rag.conversation import is_followup
+
+    assert not is_followup("papers that fine-tune Llama 3 8B")
+    assert not is_followup("papers on diffusion")
+    assert is_followup("What results does it report?")
