@@ -45,3 +45,8 @@ test: install browser-deps
 
 clean:
 	rm -rf $(VENV) .pytest_cache
+
+# A CPUID mask that makes one process take its AVX2 code paths on an AVX-512 machine
+# (bench/avx2only.c): LD_PRELOAD=$PWD/bench/libavx2only.so .venv/bin/paperchat bench index
+bench/libavx2only.so: bench/avx2only.c
+	gcc -O2 -Wall -shared -fPIC -o $@ $<

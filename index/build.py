@@ -15,6 +15,8 @@ import json
 import shutil
 import sys
 import time
+from collections import defaultdict
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
@@ -31,6 +33,13 @@ from rag.types import Chunk, Paper
 
 #: Papers embedded and written per step; a kill loses at most one step's work.
 PAPERS_PER_STEP = 64
+#: The stages a build's time is split into (``BuildSummary.stages``, ``paperchat bench index``):
+#: reading the list, text normalisation, tokenising into chunks, embedding, Chroma writes and
+#: deletes, catalog writes, the BM25 index and the map layout. Normalise and chunk run in a helper
+#: thread and store and catalog in a writer thread, beside embedding (:func:`_embed_papers`), so
+#: their seconds overlap the embedder's; ``wait`` is the embedding loop's own time spent waiting
+#: for them (the part that was not hidden).
+STAGES = ("load", "normalise", "chunk", "embed", "store", "catalog", "wait", "bm25", "layout")
 
 
 @dataclass
@@ -47,6 +56,29 @@ class BuildSummary:
     skipped: int = 0           # malformed records skipped
     problems: list[Problem] = field(default_factory=list)
     seconds: float = 0.0
+    #: Wall seconds per stage (:data:`STAGES`); stages that did not run are absent.
+    stages: dict[str, float] = field(default_factory=lambda: defaultdict(float))
+    #: Tokens given to the embedder, special tokens included (sum of chunk ``n_tokens``).
+    tokens_embedded: int = 0
+
+    @contextmanager
+    def timed(self, stage: str):
+        """Add the wall time of the ``with`` body to ``stages[stage]`` (perf_counter seconds)."""
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.stages[stage] += time.perf_counter() - t0
+
+    def stages_line(self) -> str:
+        """``time by stage: embed 301.2 s (78%), store 40.3 s (10%), ...``, slowest first, as
+        shares of the build's wall time. Normalise, chunk, store and catalog run beside embedding
+        (:data:`STAGES`), so the shares add up to more than 100%."""
+        total = self.seconds or sum(self.stages.values()) or 1.0
+        parts = [f"{k} {v:.1f} s ({v / total:.0%})"
+                 for k, v in sorted(self.stages.items(), key=lambda kv: -kv[1]) if v >= 0.05]
+        return ("time by stage (normalise, chunk, store and catalog overlap embed): "
+                + (", ".join(parts) or "nothing to do"))
 
     def line(self) -> str:
         return (f"index {self.name!r}: {self.papers} papers, {self.chunks} chunks; "
@@ -154,14 +186,18 @@ def build_index(source: str | Path | LoadResult, *, settings, embedder, name: st
     name = name or settings.index
     index_dir = settings.index_dir(name)
     # Read the list first: a mistyped path must not leave an empty index directory behind.
+    load_t0 = time.perf_counter()
     loaded = source if isinstance(source, LoadResult) else load_papers(source, fmt)
+    load_seconds = time.perf_counter() - load_t0
     label = loaded.path or "(papers passed in)" if isinstance(source, LoadResult) else str(source)
     index_dir.mkdir(parents=True, exist_ok=True)
     with _Lock(index_dir / ".lock"):
         for problem in loaded.problems:
             log(f"{label}: {problem}")
-        wanted = manifest.build_keys(settings, embedder.dim)
         recorded = manifest.read(index_dir)
+        if recorded is not None:
+            settings, embedder = _keep_recorded(recorded, settings, embedder, name, log)
+        wanted = manifest.build_keys(settings, embedder.dim, getattr(embedder, "variant", None))
         if recorded is not None:
             manifest.check(recorded, wanted, name)
         store = open_store(index_dir, settings, name, create=True,
@@ -171,6 +207,7 @@ def build_index(source: str | Path | LoadResult, *, settings, embedder, name: st
         manifest.write(index_dir, {**wanted, **(recorded or {}), **wanted, "name": name})
         catalog = Catalog(index_dir / "papers.sqlite")
         summary = BuildSummary(name=name, skipped=loaded.skipped, problems=loaded.problems)
+        summary.stages["load"] += load_seconds
 
         existing = catalog.hashes()
         # After an interrupted build, Chroma may hold chunks of papers with no catalog row (or
@@ -208,7 +245,8 @@ def build_index(source: str | Path | LoadResult, *, settings, embedder, name: st
             summary.updated_metadata = len(meta_only)
 
         if to_embed:
-            _embed_papers(store, catalog, to_embed, existing, embedder, settings, progress)
+            _embed_papers(store, catalog, to_embed, existing, embedder, settings, progress,
+                          summary)
             summary.embedded = len(to_embed)
 
         if prune:
@@ -227,12 +265,14 @@ def build_index(source: str | Path | LoadResult, *, settings, embedder, name: st
         # It is also rebuilt when it was made with other BM25 parameters (an older version).
         if changed or not LexicalIndex.is_current(lexical_dir) or \
                 (recorded or {}).get("catalog_fingerprint") != fingerprint:
-            lexical_from_catalog(catalog).save(lexical_dir)
+            with summary.timed("bm25"):
+                lexical_from_catalog(catalog).save(lexical_dir)
 
         # The map (index.layout) before the manifest, which tells a served app to reopen.
         if settings.map_layout and (changed or (recorded or {}).get("catalog_fingerprint")
                                     != fingerprint):
-            _map_layout(index_dir, store, catalog, fingerprint, log)
+            with summary.timed("layout"):
+                _map_layout(index_dir, store, catalog, fingerprint, log)
 
         summary.papers = catalog.count()
         summary.chunks = store.count()
@@ -241,6 +281,29 @@ def build_index(source: str | Path | LoadResult, *, settings, embedder, name: st
                                    "chunks": summary.chunks, "source": label,
                                    "catalog_fingerprint": fingerprint})
         return summary
+
+
+def _keep_recorded(recorded: dict, settings, embedder, name: str, log) -> tuple:
+    """The settings and embedder that update an existing index: its own chunking
+    (:data:`index.manifest.CHUNK_KEYS`) and its own embedder variant, with a note when they differ
+    from what a new index would get, so that one index never mixes two kinds of chunk or vector.
+    Other differences (model, backend) are left for :func:`index.manifest.check` to refuse."""
+    chunking = {k: recorded[k] for k in manifest.CHUNK_KEYS
+                if k in recorded and recorded[k] != getattr(settings, k)}
+    if chunking:
+        log(f"index {name!r} keeps its chunking ("
+            + ", ".join(f"{k} {v}" for k, v in chunking.items())
+            + f"); rebuild it (--rebuild) to use the settings' ("
+            + ", ".join(f"{k} {getattr(settings, k)}" for k in chunking) + ")")
+        settings = settings.model_copy(update=chunking)
+    variant = manifest.variant_of(recorded)
+    mine = getattr(embedder, "variant", None)
+    if (mine is not None and variant and variant != mine and hasattr(embedder, "with_variant")
+            and recorded.get("embed_backend") == settings.embed_backend):
+        log(f"index {name!r} keeps the {variant!r} embedder it was built with (new indexes on "
+            f"this CPU get {mine!r}; --rebuild to switch)")
+        embedder = embedder.with_variant(variant)
+    return settings, embedder
 
 
 def _map_layout(index_dir: Path, store, catalog: Catalog, fingerprint: str, log) -> None:
@@ -271,32 +334,74 @@ def catalog_fingerprint(hashes: dict[str, str]) -> str:
 
 
 def _embed_papers(store, catalog, papers: list[Paper], existing: dict[str, str], embedder,
-                  settings, progress: bool) -> None:
+                  settings, progress: bool, summary: BuildSummary) -> None:
+    """Embed and write ``papers`` in steps of :data:`PAPERS_PER_STEP`, as a three-stage pipeline:
+    a helper thread normalises and chunks step k+1 and a writer thread stores step k-1 (deletes
+    the old chunks of changed papers, upserts the new ones, then writes the catalog rows) while
+    the embedder works on step k. The embedder's ONNX Runtime threads release the GIL, so the
+    Python and Chroma work of the other two stages fills the CPU time that a sequential loop
+    left idle (measured in ``paperchat bench index``; see the README's performance notes).
+
+    Writes keep the sequential order (one writer, steps in order, each step's chunks before its
+    catalog rows), so a killed build resumes exactly as before (:mod:`index.catalog`).
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
     from tqdm import tqdm
 
     tokenizer = embedder.tokenizer
+    steps = [papers[s:s + PAPERS_PER_STEP] for s in range(0, len(papers), PAPERS_PER_STEP)]
+
+    def prepare(step: list[Paper]):
+        ids, docs, metas, rows = [], [], [], []
+        tokens = 0
+        for paper in step:
+            with summary.timed("normalise"):
+                title, abstract, text = search_text(paper)
+            with summary.timed("chunk"):
+                chunks = chunk_paper(paper.id, title, abstract, tokenizer,
+                                     max_tokens=settings.chunk_tokens,
+                                     overlap=settings.chunk_overlap)
+            for c in chunks:
+                ids.append(c.id)
+                docs.append(c.text)
+                metas.append(chunk_metadata(paper, c, len(chunks)))
+                tokens += c.n_tokens
+            rows.append((paper, content_hash(paper), len(chunks), text))
+        return ids, docs, metas, rows, tokens
+
+    def write(step: list[Paper], ids, vectors, docs, metas, rows) -> None:
+        stale = [p.id for p in step if p.id in existing]
+        with summary.timed("store"):
+            if stale:
+                store.delete_papers(stale)
+            store.upsert(ids, vectors, docs, metas)
+        with summary.timed("catalog"):
+            catalog.put(rows)  # only after the chunks are stored: see index.catalog
+
     bar = tqdm(total=len(papers), unit="paper", disable=not progress or None, file=sys.stderr,
                desc="embedding", dynamic_ncols=True)
     try:
-        for start in range(0, len(papers), PAPERS_PER_STEP):
-            step = papers[start:start + PAPERS_PER_STEP]
-            stale = [p.id for p in step if p.id in existing]
-            if stale:
-                store.delete_papers(stale)
-            ids, docs, metas, rows = [], [], [], []
-            for paper in step:
-                title, abstract, text = search_text(paper)
-                chunks = chunk_paper(paper.id, title, abstract, tokenizer,
-                                     max_tokens=settings.chunk_tokens, overlap=settings.chunk_overlap)
-                for c in chunks:
-                    ids.append(c.id)
-                    docs.append(c.text)
-                    metas.append(chunk_metadata(paper, c, len(chunks)))
-                rows.append((paper, content_hash(paper), len(chunks), text))
-            vectors = embedder.embed(docs)
-            store.upsert(ids, vectors, docs, metas)
-            catalog.put(rows)  # only after the chunks are stored: see index.catalog
-            bar.update(len(step))
+        with ThreadPoolExecutor(1, thread_name_prefix="index-prepare") as preparer, \
+                ThreadPoolExecutor(1, thread_name_prefix="index-write") as writer:
+            ahead = preparer.submit(prepare, steps[0]) if steps else None
+            written = None  # (future, papers) of the step being written
+            for k, step in enumerate(steps):
+                with summary.timed("wait"):
+                    ids, docs, metas, rows, tokens = ahead.result()
+                ahead = preparer.submit(prepare, steps[k + 1]) if k + 1 < len(steps) else None
+                with summary.timed("embed"):
+                    vectors = embedder.embed(docs)
+                summary.tokens_embedded += tokens
+                if written is not None:
+                    with summary.timed("wait"):
+                        written[0].result()
+                    bar.update(len(written[1]))
+                written = (writer.submit(write, step, ids, vectors, docs, metas, rows), step)
+            if written is not None:
+                with summary.timed("wait"):
+                    written[0].result()
+                bar.update(len(written[1]))
     finally:
         bar.close()
 

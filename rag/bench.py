@@ -68,7 +68,7 @@ def sample_papers(path: Path, n: int) -> tuple[list, str]:
                     f"the {len(papers)} valid papers of {Path(path).name}")
 
 
-def bench_index(settings, *, n_papers: int = 2000, rounds: int = 4, data: Path | None = None,
+def bench_index(settings, *, n_papers: int = 500, rounds: int = 4, data: Path | None = None,
                 log: Callable[[str], None] = lambda m: print(m, file=sys.stderr)) -> dict[str, Any]:
     """Index the same sample of papers two ways in one process and compare papers/s.
 
@@ -85,9 +85,13 @@ def bench_index(settings, *, n_papers: int = 2000, rounds: int = 4, data: Path |
     (``settings.home/models``).
 
     Returns:
-        A dict: ``papers``, ``sample``, ``baseline`` and ``ours`` (``papers_per_s``, ``seconds``,
-        ``embed_seconds``, ``chunks``...), ``ratio`` (ours / baseline papers/s over the whole run),
-        ``round_ratios`` and their median, ``export_seconds`` and ``peak_rss_mb``.
+        A dict: ``cpu`` (:func:`rag.cpu.cpu_features`), ``papers``, ``sample``, ``baseline`` and ``ours``
+        (``papers_per_s``, ``seconds``, ``embed_seconds``, ``chunks``, ``stages_seconds`` (our
+        build's wall seconds per :data:`index.build.STAGES` stage, summed over rounds),
+        ``tokens_per_paper`` (embedded, special tokens included) against ``own_tokens_per_paper``
+        (the paper's ``title. abstract`` with [CLS]/[SEP], uncut) and their ratio), ``ratio``
+        (ours / baseline papers/s over the whole run), ``round_ratios`` and their median,
+        ``export_seconds`` and ``peak_rss_mb``.
     Raises:
         PaperchatError: the paper list is missing.
     """
@@ -117,7 +121,8 @@ def bench_index(settings, *, n_papers: int = 2000, rounds: int = 4, data: Path |
     from chromadb.config import Settings as ChromaSettings
 
     base = {"seconds": 0.0, "embed_seconds": 0.0, "write_seconds": 0.0}
-    ours = {"seconds": 0.0}
+    ours = {"seconds": 0.0, "tokens": 0}
+    stages: dict[str, float] = {}
     round_ratios: list[float] = []
     with tempfile.TemporaryDirectory(prefix="paperchat-bench-") as tmp:
         client = chromadb.PersistentClient(path=str(Path(tmp) / "baseline"),
@@ -151,6 +156,9 @@ def bench_index(settings, *, n_papers: int = 2000, rounds: int = 4, data: Path |
                                   embedder=timed, name="bench", progress=False, log=lambda m: None)
             elapsed = time.perf_counter() - t0
             ours["seconds"] += elapsed
+            ours["tokens"] += summary.tokens_embedded
+            for stage, seconds in summary.stages.items():
+                stages[stage] = stages.get(stage, 0.0) + seconds
             return elapsed
 
         bounds = [round(i * n / rounds) for i in range(rounds + 1)]
@@ -166,12 +174,21 @@ def bench_index(settings, *, n_papers: int = 2000, rounds: int = 4, data: Path |
         baseline_count = collection.count()
 
     chunks = summary.chunks if summary else 0
+    from index.build import STAGES, search_text
+
+    tokenizer = ours_embedder.tokenizer
+    own = sum(len(ids) for ids in tokenizer(
+        [". ".join(search_text(p)[:2]) for p in papers], add_special_tokens=True)["input_ids"])
+    from rag.cpu import cpu_features
+
     result = {
         "benchmark": "index",
+        "cpu": cpu_features(),
         "papers": n,
         "sample": sample,
         "rounds": rounds,
         "embed_backend": settings.embed_backend,
+        "embed_variant": getattr(ours_embedder, "variant", None),
         "baseline": {
             "method": "sentence-transformers torch fp32, title+abstract in one piece (batch 32, "
                       "cut at 256 tokens) + Chroma add",
@@ -191,6 +208,10 @@ def bench_index(settings, *, n_papers: int = 2000, rounds: int = 4, data: Path |
             "chunks": chunks,
             "chunks_per_paper": round(chunks / n, 3) if n else 0.0,
             "chunks_per_s": round(chunks / ours["seconds"], 2),
+            "stages_seconds": {k: round(stages[k], 2) for k in STAGES if k in stages},
+            "tokens_per_paper": round(ours["tokens"] / n, 1) if n else 0.0,
+            "own_tokens_per_paper": round(own / n, 1) if n else 0.0,
+            "tokens_embedded_over_own": round(ours["tokens"] / own, 3) if own else 0.0,
         },
         "ratio": round(base["seconds"] / ours["seconds"], 3),
         "round_ratios": round_ratios,

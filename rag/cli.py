@@ -107,6 +107,10 @@ def _parser() -> argparse.ArgumentParser:
     bn.add_argument("what", choices=["index", "query", "answer", "layout"])
     bn.add_argument("--json", action="store_true")
     bn.add_argument("--index", default=None)
+    bn.add_argument("--papers", type=int, default=None, metavar="N",
+                    help="bench index: papers in the sample (default 500)")
+    bn.add_argument("--rounds", type=int, default=None, metavar="R",
+                    help="bench index: interleaved rounds (default 4)")
     return p
 
 
@@ -125,6 +129,7 @@ def cmd_index(args) -> int:
         print(f"{len(summary.problems)} problem records (run without --quiet to list them)",
               file=sys.stderr)
     print(summary.line())
+    log(summary.stages_line())
     return 0
 
 
@@ -306,9 +311,21 @@ def cmd_map(args) -> int:
 
 def cmd_bench(args) -> int:
     from rag import bench
+    from rag.errors import PaperchatError
 
     settings = _settings(args)
-    result = getattr(bench, f"bench_{args.what}")(settings)
+    if args.what != "index" and (args.papers is not None or args.rounds is not None):
+        raise PaperchatError("--papers and --rounds apply to 'paperchat bench index' only")
+    options = {}
+    if args.papers is not None:
+        if args.papers < 1:
+            raise PaperchatError(f"--papers must be at least 1, not {args.papers}")
+        options["n_papers"] = args.papers
+    if args.rounds is not None:
+        if args.rounds < 1:
+            raise PaperchatError(f"--rounds must be at least 1, not {args.rounds}")
+        options["rounds"] = args.rounds
+    result = getattr(bench, f"bench_{args.what}")(settings, **options)
     print(json.dumps(result, indent=2) if args.json else bench.format_result(result))
     return 0
 

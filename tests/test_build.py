@@ -18,6 +18,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from index import manifest
@@ -246,9 +247,29 @@ def test_prune_removes_papers_missing_from_the_list(settings, fake_embedder, see
     assert_index_exact(settings, kept, fake_embedder)
 
 
+@pytest.mark.parametrize("change", [{"chunk_overlap": 32}, {"chunk_tokens": 128}])
+def test_an_index_keeps_its_chunking_when_updated_and_queried(settings, fake_embedder, seed,
+                                                               change):
+    from rag.retrieve import Retriever
+
+    build(seed[:10], settings, fake_embedder)
+    other = Settings(**{**settings.model_dump(), **change})
+    notes: list[str] = []
+    summary = build_index(LoadResult(papers=list(seed)), settings=other, embedder=fake_embedder,
+                          progress=False, log=notes.append)
+    assert summary.embedded == len(seed) - 10
+    key = next(iter(change))
+    assert any("keeps its chunking" in n and f"{key} {getattr(settings, key)}" in n
+               and "--rebuild" in n for n in notes), notes
+    # every paper, old and new, is chunked the index's way, and the manifest still says so
+    assert_index_exact(settings, seed, fake_embedder)
+    recorded = manifest.read(settings.index_dir(settings.index))
+    assert recorded[key] == getattr(settings, key)
+    # a query does not depend on chunking: other chunk settings open the index
+    assert len(Retriever.open(other, fake_embedder)) == len(seed)
+
+
 @pytest.mark.parametrize("change,key", [
-    ({"chunk_overlap": 32}, "chunk_overlap"),
-    ({"chunk_tokens": 128}, "chunk_tokens"),
     ({"embedder": "some-other-model"}, "embedder"),
     ({"embed_backend": "onnx-int8"}, "embed_backend"),
 ])
@@ -537,3 +558,71 @@ def test_build_every_accepted_iclr2026_paper_with_the_real_embedder(accepted_ind
     assert (again.embedded, again.unchanged, again.chunks) == (0, 5358, summary.chunks)
     print(f"\n5358 papers, {summary.chunks} chunks in {seconds:.0f} s "
           f"({5358 / seconds:.1f} papers/s); longest chunk {longest} tokens")
+
+
+# --- embedder variants (rag.onnx_embedder.VARIANTS): an index keeps the one it was built with ---
+class VariantEmbedder(FakeEmbedder):
+    """A fake with the ONNX embedder's variant seam; each variant gives other vectors."""
+
+    def __init__(self, variant: str):
+        super().__init__()
+        self.variant = variant
+
+    def with_variant(self, variant: str) -> "VariantEmbedder":
+        return self if variant == self.variant else VariantEmbedder(variant)
+
+    def embed(self, texts):
+        out = super().embed(texts)
+        return np.roll(out, 1, axis=1) if self.variant == "int8-avx2" else out
+
+
+def test_an_index_keeps_its_embedder_variant_for_updates_and_queries(settings, seed):
+    from rag.retrieve import Retriever
+
+    settings = settings.model_copy(update={"embed_backend": "onnx-int8"})
+    build(seed[:10], settings, VariantEmbedder("int8"))
+    index_dir = settings.index_dir(settings.index)
+    assert manifest.read(index_dir)["embed_variant"] == "int8"
+
+    # the same index updated on a CPU whose own choice is the other variant
+    notes: list[str] = []
+    other_cpu = VariantEmbedder("int8-avx2")
+    summary = build_index(LoadResult(papers=list(seed)), settings=settings, embedder=other_cpu,
+                          progress=False, log=notes.append)
+    assert summary.embedded == len(seed) - 10
+    assert any("keeps the 'int8' embedder" in n and "'int8-avx2'" in n for n in notes), notes
+    assert other_cpu.calls == []  # nothing was embedded with the other variant
+    assert manifest.read(index_dir)["embed_variant"] == "int8"
+    assert_index_exact(settings, seed, VariantEmbedder("int8"))
+
+    # ... and queried there: the query is embedded with the index's variant
+    retriever = Retriever.open(settings, other_cpu)
+    assert retriever.embedder.variant == "int8"
+    best = retriever.search(seed[4].title).hits[0].paper.id
+    assert best == seed[4].id
+
+
+def test_an_index_from_before_variants_counts_as_int8(settings, seed):
+    from rag.retrieve import Retriever
+
+    settings = settings.model_copy(update={"embed_backend": "onnx-int8"})
+    build(seed[:5], settings, VariantEmbedder("int8"))
+    index_dir = settings.index_dir(settings.index)
+    old = manifest.read(index_dir)
+    del old["embed_variant"]
+    (index_dir / manifest.MANIFEST).write_text(json.dumps(old))
+    retriever = Retriever.open(settings, VariantEmbedder("int8-avx2"))
+    assert retriever.embedder.variant == "int8"
+
+
+def test_stage_times_and_embedded_tokens_are_reported(settings, fake_embedder, seed):
+    summary = build(seed, settings, fake_embedder)
+    assert {"load", "normalise", "chunk", "embed", "store", "catalog", "bm25"} <= set(summary.stages)
+    assert all(v >= 0 for v in summary.stages.values())
+    chunks = [c for p in seed for c in chunk_paper(p.id, *search_text(p)[:2],
+                                                   fake_embedder.tokenizer)]
+    assert summary.tokens_embedded == sum(c.n_tokens for c in chunks)
+    line = summary.stages_line()
+    assert line.startswith("time by stage")
+    for stage, seconds in summary.stages.items():  # stages under 0.05 s are left out
+        assert (f"{stage} {seconds:.1f} s" in line) == (seconds >= 0.05), (stage, line)
