@@ -1,10 +1,14 @@
 """How an index was built, recorded beside it (STYLE.md 8), and the check that settings match.
 
 ``manifest.json`` in the index directory holds the embedding model, its dimension, the embedding
-backend, the chunking parameters and the normaliser version, plus counts and the build time. The
-same build keys are stored in the Chroma collection's metadata. Vectors from another model or
-chunking are not comparable, so a mismatch raises :class:`IndexMismatchError` telling the user to
-rebuild.
+backend and its variant (the quantisation recipe, :data:`rag.onnx_embedder.VARIANTS`), the
+chunking parameters and the normaliser version, plus counts and the build time. The same build
+keys are stored in the Chroma collection's metadata. Vectors from another model are not
+comparable, so a mismatch raises :class:`IndexMismatchError` telling the user to rebuild.
+
+Querying needs only the :data:`QUERY_KEYS` to match (chunking shapes the stored vectors, not the
+query's), and both querying and updating an index use the variant it was built with
+(:func:`variant_of`), so an index built on a VNNI machine is usable on an AVX2 one.
 """
 
 from __future__ import annotations
@@ -21,15 +25,32 @@ from rag.errors import IndexMismatchError
 MANIFEST = "manifest.json"
 FORMAT_VERSION = 1
 #: Keys whose values must match between the index and the settings in use.
-BUILD_KEYS = ("format_version", "embedder", "dim", "embed_backend", "chunk_tokens",
-              "chunk_overlap", "normaliser_version")
+BUILD_KEYS = ("format_version", "embedder", "dim", "embed_backend", "embed_variant",
+              "chunk_tokens", "chunk_overlap", "normaliser_version")
+#: The build keys a query depends on (the query is embedded and normalised, never chunked).
+QUERY_KEYS = tuple(k for k in BUILD_KEYS if k not in ("chunk_tokens", "chunk_overlap"))
+#: Chunking keys: an existing index keeps its own when it is updated (index.build).
+CHUNK_KEYS = ("chunk_tokens", "chunk_overlap")
+#: The variant of indexes written before variants were recorded, by backend.
+_DEFAULT_VARIANT = {"onnx-int8": "int8", "onnx-fp32": "fp32", "torch": "fp32"}
 
 
-def build_keys(settings, dim: int) -> dict[str, Any]:
-    """The build-defining values for ``settings`` and an embedder of dimension ``dim``."""
+def build_keys(settings, dim: int, variant: str | None = None) -> dict[str, Any]:
+    """The build-defining values for ``settings`` and an embedder of dimension ``dim`` whose
+    ``variant`` attribute is ``variant`` (None: the backend's default)."""
     return {"format_version": FORMAT_VERSION, "embedder": settings.embedder, "dim": int(dim),
-            "embed_backend": settings.embed_backend, "chunk_tokens": settings.chunk_tokens,
-            "chunk_overlap": settings.chunk_overlap, "normaliser_version": NORMALISER_VERSION}
+            "embed_backend": settings.embed_backend,
+            "embed_variant": variant or _DEFAULT_VARIANT.get(settings.embed_backend, "fp32"),
+            "chunk_tokens": settings.chunk_tokens, "chunk_overlap": settings.chunk_overlap,
+            "normaliser_version": NORMALISER_VERSION}
+
+
+def variant_of(recorded: dict[str, Any]) -> str | None:
+    """The embedder variant an index was built with (``int8`` for an ``onnx-int8`` index from
+    before variants were recorded); None when nothing is recorded."""
+    if not recorded:
+        return None
+    return recorded.get("embed_variant") or _DEFAULT_VARIANT.get(recorded.get("embed_backend"))
 
 
 def read(index_dir: Path) -> dict[str, Any] | None:
@@ -48,10 +69,13 @@ def write(index_dir: Path, data: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
-def check(recorded: dict[str, Any], wanted: dict[str, Any], name: str) -> None:
-    """Raise IndexMismatchError naming every differing key and the rebuild command."""
+def check(recorded: dict[str, Any], wanted: dict[str, Any], name: str,
+          keys: tuple[str, ...] = BUILD_KEYS) -> None:
+    """Raise IndexMismatchError naming every differing key of ``keys`` and the rebuild command.
+    A recorded manifest without ``embed_variant`` has its backend's default (:func:`variant_of`)."""
+    recorded = {**recorded, "embed_variant": variant_of(recorded)}
     diffs = [f"{k}: index has {recorded.get(k)!r}, settings say {wanted[k]!r}"
-             for k in BUILD_KEYS if recorded.get(k) != wanted[k]]
+             for k in keys if recorded.get(k) != wanted[k]]
     if diffs:
         raise IndexMismatchError(
             f"index {name!r} was built with other settings ({'; '.join(diffs)}). Rebuild it: "

@@ -90,10 +90,11 @@ class SentenceTransformerEmbedder:
 
 
 def make_embedder(settings) -> Embedder:
-    """The embedder named by ``settings.embed_backend`` ('torch' or 'onnx-int8').
+    """The embedder named by ``settings.embed_backend`` ('torch', 'onnx-fp32' or 'onnx-int8'),
+    for 'onnx-int8' with ``settings.embed_variant`` (None: chosen by the CPU).
 
     Raises:
-        ValueError: unknown backend.
+        ValueError: unknown backend or variant.
     """
     if settings.embed_backend == "torch":
         return SentenceTransformerEmbedder(name=settings.embedder, batch_size=settings.embed_batch_size)
@@ -102,6 +103,8 @@ def make_embedder(settings) -> Embedder:
 
         return OnnxEmbedder(cache_dir=settings.home / "models", name=settings.embedder,
                             batch_size=settings.embed_batch_size,
-                            quantize=settings.embed_backend == "onnx-int8")
+                            quantize=settings.embed_backend == "onnx-int8",
+                            variant=settings.embed_variant
+                            if settings.embed_backend == "onnx-int8" else None)
     raise ValueError(f"unknown embed_backend {settings.embed_backend!r}: use 'torch', "
                      "'onnx-fp32' or 'onnx-int8'")

@@ -22,6 +22,20 @@ padded batches of 32 with two intra-op threads.
 Quality on 500 real ICLR 2026 chunks: cosine to the torch fp32 embedder mean 0.9945, min 0.990.
 Weights are quantised per output channel: per-tensor weight scales gave mean 0.934.
 
+**Two int8 variants, picked by the CPU** (:data:`VARIANTS`, :func:`choose_variant`). ONNX Runtime
+multiplies uint8 activations by int8 weights. With VNNI (AVX-512 VNNI or AVX-VNNI) the products
+are summed in 32 bits. Without it, the AVX2 kernel sums pairs of products in 16 bits with
+saturation (``vpmaddubsw``), so the same model gives other vectors: on 200 ICLR 2026 texts under
+the AVX2 path (``bench/avx2only.c``) cosine to torch fp32 fell from min 0.992 to 0.982. ONNX
+Runtime documents the remedy, ``reduce_range`` (7-bit weights, which cannot saturate); it alone
+gave min 0.988, and keeping the first transformer layer in fp32 as well gave min 0.991, mean
+0.995, at 43.5 texts/s against 48 for the saturating model and 40 for uint8 weights (u8u8, min
+0.991). So ``int8`` (8-bit weights) is used with VNNI and ``int8-avx2`` (7-bit weights, layer 0
+fp32) without. The variant an index was built with is in its manifest, and querying or updating
+that index uses the same variant whatever the CPU (:meth:`OnnxEmbedder.with_variant`): vectors of
+one variant on the two kinds of CPU agree to cosine >= 0.997 (the int8 rounding of activations
+differs in the last bit between the kernels), far closer than the two variants do to each other.
+
 Importing this module imports neither torch nor onnxruntime; loading imports onnxruntime and
 ``transformers``' tokenizer classes (not torch); only a missing or stale cached model makes the
 export import torch (once, about 10-20 s).
@@ -56,6 +70,26 @@ _PROBES = ("Dynamic quantisation of transformer activations for fast CPU inferen
            "A benchmark for retrieval-augmented question answering over paper abstracts.")
 #: Lowest cosine between the torch model and a fresh int8 export accepted by the check.
 _MIN_PROBE_COSINE = 0.97
+
+#: Quantisation recipes, by the name recorded in an index's manifest (``embed_variant``):
+#: ``reduce_range`` (7-bit weights) and ``fp32_layers`` (transformer layers left unquantised).
+#: ``fp32`` is the unquantised export (``embed_backend="onnx-fp32"``). See the module docstring.
+VARIANTS: dict[str, dict] = {
+    "int8": {"reduce_range": False, "fp32_layers": ()},
+    "int8-avx2": {"reduce_range": True, "fp32_layers": (0,)},
+    "fp32": {},
+}
+
+
+def choose_variant(features: dict | None = None) -> str:
+    """``int8`` when the CPU has VNNI (AVX-512 VNNI or AVX-VNNI), else ``int8-avx2``.
+
+    Args:
+        features: :func:`rag.cpu.cpu_features` (default: this process's).
+    """
+    from rag.cpu import cpu_features
+
+    return "int8" if (features or cpu_features())["vnni"] else "int8-avx2"
 
 
 def _usable_cpus() -> int:
@@ -104,7 +138,8 @@ def _check_mean_pooling(model_dir: Path) -> None:
                              f"uses {others or 'none'}; use embed_backend='torch'")
 
 
-def export_int8(model_dir: str | Path, out_path: str | Path, *, quantize: bool = True) -> Path:
+def export_int8(model_dir: str | Path, out_path: str | Path, *, quantize: bool = True,
+                variant: str = "int8") -> Path:
     """Export ``model_dir`` (a sentence-transformers BERT model: mean pooling, L2 norm) to an
     int8 ONNX model at ``out_path``, atomically (temporary file in the same directory, fsync,
     rename). Imports torch.
@@ -112,12 +147,15 @@ def export_int8(model_dir: str | Path, out_path: str | Path, *, quantize: bool =
     The graph takes ``input_ids`` of shape (1, n_tokens), int64, with [CLS] and [SEP], no padding,
     and returns ``embedding`` of shape (1, dim), float32, L2-normalised.
 
-    With ``quantize=False`` the fp32 graph is kept as exported (``embed_backend="onnx-fp32"``).
+    ``variant`` names the quantisation recipe in :data:`VARIANTS`. With ``quantize=False`` (or
+    ``variant="fp32"``) the fp32 graph is kept as exported (``embed_backend="onnx-fp32"``).
 
     Raises:
         RuntimeError: the quantised model disagrees with the torch model on the probe texts.
     """
     model_dir, out_path = Path(model_dir), Path(out_path)
+    recipe = VARIANTS[variant]
+    quantize = quantize and variant != "fp32"
     _check_mean_pooling(model_dir)
     out_path.parent.mkdir(parents=True, exist_ok=True)
     import torch
@@ -161,7 +199,8 @@ def export_int8(model_dir: str | Path, out_path: str | Path, *, quantize: bool =
             if quantize:
                 # DefaultTensorType: shape inference cannot type some MatMul outputs of this graph.
                 quantize_dynamic(str(fp32), str(int8), weight_type=QuantType.QInt8,
-                                 per_channel=True,
+                                 per_channel=True, reduce_range=recipe["reduce_range"],
+                                 nodes_to_exclude=_layer_nodes(fp32, recipe["fp32_layers"]),
                                  extra_options={"DefaultTensorType": 1})  # onnx.TensorProto.FLOAT
             else:
                 shutil.copyfile(fp32, int8)
@@ -180,6 +219,22 @@ def export_int8(model_dir: str | Path, out_path: str | Path, *, quantize: bool =
             os.fsync(f.fileno())
         os.replace(int8, out_path)
     return out_path
+
+
+def _layer_nodes(graph_path: Path, layers: Sequence[int]) -> list[str]:
+    """Names of the MatMul nodes of transformer ``layers`` in the exported graph (node names
+    follow the module path, ``/bert/encoder/layer.0/attention/self/query/MatMul``)."""
+    if not layers:
+        return []
+    import onnx
+
+    graph = onnx.load(str(graph_path), load_external_data=False).graph
+    marks = tuple(f"/layer.{n}/" for n in layers)
+    names = [n.name for n in graph.node if n.op_type == "MatMul" and any(m in n.name for m in marks)]
+    if not names:
+        raise RuntimeError(f"no MatMul node of layers {list(layers)} in {graph_path}: the export's "
+                           "node names changed; update rag.onnx_embedder._layer_nodes")
+    return names
 
 
 def _load_tokenizer(model_dir: Path):
@@ -211,15 +266,29 @@ class OnnxEmbedder:
         batch_size: accepted for the same signature as the torch embedder; unused, since every
             text runs as its own sequence (see the module docstring).
         threads: texts embedded at once, one ONNX Runtime thread each (default: usable CPUs).
+        quantize: False for the fp32 export (variant ``fp32``).
+        variant: a key of :data:`VARIANTS`; default :func:`choose_variant` for this CPU.
 
     The vector of a text depends on that text only, not on the others in the call.
+
+    Raises:
+        ValueError: unknown ``variant``.
     """
 
     def __init__(self, cache_dir: str | Path, *, model_dir: str | Path | None = None,
                  name: str = "all-MiniLM-L6-v2", batch_size: int = 32, threads: int | None = None,
-                 quantize: bool = True):
+                 quantize: bool = True, variant: str | None = None):
         offline.enforce()
-        self.quantize = quantize
+        if not quantize:
+            variant = "fp32"
+        elif variant is None:
+            variant = choose_variant()
+        if variant not in VARIANTS:
+            raise ValueError(f"unknown ONNX embedder variant {variant!r}; known: "
+                             f"{', '.join(VARIANTS)}")
+        #: The quantisation recipe in use (recorded in index manifests as ``embed_variant``).
+        self.variant = variant
+        self.quantize = variant != "fp32"
         self.cache_dir = Path(cache_dir)
         self.model_dir = Path(model_dir or offline.bundled_embedder_dir())
         self.name = name
@@ -236,11 +305,27 @@ class OnnxEmbedder:
         self._lock = threading.Lock()
 
     # --- loading -----------------------------------------------------------------------------
+    def with_variant(self, variant: str) -> "OnnxEmbedder":
+        """This embedder (``variant`` is its own) or a new one over the same cache, model and
+        threads with ``variant`` (e.g. the one an index was built with).
+
+        Raises:
+            ValueError: unknown ``variant``, or ``fp32`` asked of an int8 embedder or back.
+        """
+        if variant == self.variant:
+            return self
+        if (variant == "fp32") != (self.variant == "fp32"):
+            raise ValueError(f"the index was embedded with the {variant!r} ONNX model and the "
+                             f"settings ask for {self.variant!r}: set embed_backend to "
+                             f"{'onnx-fp32' if variant == 'fp32' else 'onnx-int8'}")
+        return OnnxEmbedder(self.cache_dir, model_dir=self.model_dir, name=self.name,
+                            batch_size=self.batch_size, threads=self.threads, variant=variant)
+
     @property
     def model_path(self) -> Path:
-        """The cached int8 model for the current model files and export code."""
-        kind = "int8" if self.quantize else "fp32"
-        return self.cache_dir / f"{self.name}-{model_key(self.model_dir)}.{kind}.onnx"
+        """The cached model file for the current model files, export code and variant
+        (``<name>-<key>.int8.onnx``, ``.int8-avx2.onnx`` or ``.fp32.onnx``)."""
+        return self.cache_dir / f"{self.name}-{model_key(self.model_dir)}.{self.variant}.onnx"
 
     def ensure_model(self) -> Path:
         """Export the model unless it is cached; returns its path. One export at a time per
@@ -257,7 +342,7 @@ class OnnxEmbedder:
                 for stale in self.cache_dir.glob(".export-*"):
                     shutil.rmtree(stale, ignore_errors=True)
                 t0 = time.perf_counter()
-                export_int8(self.model_dir, path, quantize=self.quantize)
+                export_int8(self.model_dir, path, quantize=self.quantize, variant=self.variant)
                 self.export_seconds = time.perf_counter() - t0
         return path
 

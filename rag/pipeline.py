@@ -32,7 +32,8 @@ def ensure_index(settings: Settings, embedder, name: str | None = None,
     name = name or settings.index
     if index_exists(settings, name):
         recorded = manifest.read(settings.index_dir(name)) or {}
-        wanted = manifest.build_keys(settings, embedder.dim)
+        wanted = manifest.build_keys(settings, embedder.dim, getattr(embedder, "variant", None))
+        recorded = {**recorded, "embed_variant": manifest.variant_of(recorded)}
         stale = [k for k in manifest.BUILD_KEYS if recorded.get(k) != wanted[k]]
         if not stale or name != DEFAULT_INDEX:
             return  # a user's own index: Retriever.open explains a mismatch

@@ -197,7 +197,8 @@ class Retriever:
 
         Raises:
             IndexNotFoundError: no such index; the message gives the command that builds it.
-            IndexMismatchError: the index was built with other embedding/chunking settings.
+            IndexMismatchError: the index was built with another embedding model or backend
+                (its chunking and embedder variant are taken from the index).
         """
         name = name or settings.index
         index_dir = settings.index_dir(name)
@@ -205,7 +206,14 @@ class Retriever:
             raise IndexNotFoundError(f"no index named {name!r} under {settings.home}; build it "
                                      f"with: paperchat index PATH --name {name}")
         recorded = manifest.read(index_dir) or {}
-        manifest.check(recorded, manifest.build_keys(settings, embedder.dim), name)
+        # Queries are embedded with the variant the index was built with (rag.onnx_embedder).
+        variant = manifest.variant_of(recorded)
+        if (variant and hasattr(embedder, "with_variant") and variant != embedder.variant
+                and recorded.get("embed_backend") == settings.embed_backend):
+            embedder = embedder.with_variant(variant)
+        manifest.check(recorded, manifest.build_keys(settings, embedder.dim,
+                                                     getattr(embedder, "variant", None)),
+                       name, keys=manifest.QUERY_KEYS)
         store = open_store(index_dir, settings, name, create=False)
         catalog = Catalog(index_dir / "papers.sqlite")
         lexical = _open_lexical(index_dir / "bm25", catalog)
