@@ -218,26 +218,25 @@ def upload_index(home: Path, name: str, chroma_url: str, new_home: Path) -> int:
     server, its catalog/BM25/manifest into ``new_home``. No re-embedding. Returns chunks copied."""
     import numpy as np
 
+    from rag.paths import CHROMA_DIR, LOCK_FILE, IndexPaths, collection_name
     from rag.settings import Settings
     from rag.store import ChromaStore
 
     src_dir = Settings(home=home).index_dir(name)
     dst_dir = Settings(home=new_home).index_dir(name)
-    shutil.copytree(src_dir, dst_dir, ignore=shutil.ignore_patterns("chroma", ".lock"),
+    shutil.copytree(src_dir, dst_dir, ignore=shutil.ignore_patterns(CHROMA_DIR, LOCK_FILE),
                     dirs_exist_ok=True)
-    src = ChromaStore(src_dir / "chroma", create=False)
-    dst = ChromaStore(None, url=chroma_url, collection=f"paperchat-{name}", create=True,
-                      metadata=src.metadata)
-    total, offset, page = 0, 0, 2000
-    while True:
-        got = src._col.get(include=["embeddings", "documents", "metadatas"], limit=page,
-                           offset=offset)
-        if not got["ids"]:
-            return total
-        dst.upsert(got["ids"], np.asarray(got["embeddings"], dtype=np.float32), got["documents"],
-                   got["metadatas"])
-        total += len(got["ids"])
-        offset += page
+    src = ChromaStore(IndexPaths(src_dir).chroma, collection=collection_name(name, server=False),
+                      create=False)
+    dst = ChromaStore(None, url=chroma_url, collection=collection_name(name, server=True),
+                      create=True, metadata=src.metadata)
+    total = 0
+    for got in src.pages(["embeddings", "documents", "metadatas"], page=2000):
+        if got["ids"]:
+            dst.upsert(got["ids"], np.asarray(got["embeddings"], dtype=np.float32),
+                       got["documents"], got["metadatas"])
+            total += len(got["ids"])
+    return total
 
 
 # --- resource sampling --------------------------------------------------------------------------

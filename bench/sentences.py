@@ -16,9 +16,9 @@ frequent sentence opener such as "We", "Our", "The", "However": a missed boundar
 ``--errors NAME`` lists one splitter's wrong labelled cases; ``--disagree N`` lists N random
 boundaries over the abstracts where ``current`` and ``regex`` differ (to judge by hand).
 
-Splitters: ``current`` is :func:`index.text.split_sentences` as it is now; ``regex`` the rule-based
+Splitters: ``current`` is :func:`rag.text.split_sentences` as it is now; ``regex`` the rule-based
 splitter it replaced (kept here, :func:`regex_split`, as the baseline); ``pysbd`` (``clean=False``,
-English), ``sentencex`` (``"en"``, without index.text's fixes) and ``syntok``. A library that is
+English), ``sentencex`` (``"en"``, without rag.text's fixes) and ``syntok``. A library that is
 not installed is skipped:
 
     .venv/bin/pip install pysbd sentencex syntok
@@ -52,7 +52,7 @@ _ABBREV = re.compile(r"\b(?:e\.g|i\.e|et al|vs|cf|Fig|Eq|resp|approx|etc)\.$", r
 
 
 def regex_split(text: str) -> list[str]:
-    """The rule-based splitter index.text used before (verbatim): split at ``.!?`` + space +
+    """The rule-based splitter rag.text used before (verbatim): split at ``.!?`` + space +
     upper-case letter, digit or opening bracket, then re-join pieces that end in an abbreviation."""
     out: list[str] = []
     for piece in _SENTENCE_END.split(text.strip()):
@@ -95,7 +95,7 @@ def _syntok() -> Splitter:
 
 
 def splitters() -> dict[str, Splitter]:
-    from index.text import split_sentences
+    from rag.text import split_sentences
 
     out: dict[str, Splitter] = {"current": split_sentences, "regex": regex_split}
     for name, make in (("pysbd", _pysbd), ("sentencex", _sentencex), ("syntok", _syntok)):
@@ -190,7 +190,7 @@ def disagreements(a: Splitter, b: Splitter, abstracts: list[str], n: int,
 
 
 def load_abstracts() -> list[str]:
-    from index.text import normalise
+    from rag.text import normalise
 
     with ACCEPTED.open(encoding="utf-8") as f:
         return [normalise(json.loads(line)["abstract"] or "") for line in f if line.strip()]

@@ -5,13 +5,13 @@ Incremental by content hash: a paper whose title and abstract are unchanged is n
 (a metadata-only change updates metadata in place); a changed paper has its old chunks deleted
 before the new ones are written; ``prune`` removes papers no longer in the list. A build killed at
 any point (Ctrl-C, ``kill -9``) and run again ends with exactly the right chunks: see
-:mod:`index.catalog` for why. One build per index at a time (a file lock).
+:mod:`index.catalog` for why. One build per index at a time (a file lock). It opens the store
+and the catalog with :mod:`index.reader`, as the query side does; file names come from
+:mod:`rag.paths`.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import shutil
 import sys
 import time
@@ -19,17 +19,23 @@ from collections import defaultdict
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable
 
 from index import manifest
-from index.catalog import Catalog
-from index.chunking import chunk_number, chunk_paper, paper_of
+from index.catalog import Catalog, catalog_fingerprint, content_hash
+from index.chunking import chunk_paper
+from index.reader import lexical_from_catalog, open_catalog, open_store
 from index.sources import LoadResult, Problem, load_papers
-from index.text import normalise
 from rag.errors import IndexLockedError, PaperchatError
 from rag.lexical import LexicalIndex
-from rag.store import ChromaStore
-from rag.types import Chunk, Paper
+from rag.paths import IndexPaths
+from rag.text import normalise
+from rag.types import Chunk, Paper, chunk_number, is_accepted, paper_of, status_tier
+
+if TYPE_CHECKING:
+    from rag.embedder import Embedder
+    from rag.settings import Settings
+    from rag.store import ChromaStore
 
 #: Papers embedded and written per step; a kill loses at most one step's work.
 PAPERS_PER_STEP = 64
@@ -87,37 +93,12 @@ class BuildSummary:
                 f"{self.seconds:.1f} s")
 
 
-def status_tier(status: str) -> str:
-    """Normalised decision of a status string: oral, spotlight, poster, accept, reject,
-    withdrawn, workshop or '' (unknown). ICLR 2026 says 'Accept (Oral)', 2018 says 'Oral'."""
-    s = status.lower()
-    if "not accepted" in s:  # "Not accepted (Reject, or withdrawn after 2025-11-22)"
-        return "reject"
-    for tier in ("oral", "spotlight", "poster", "workshop", "withdraw", "reject"):
-        if tier in s:
-            return "withdrawn" if tier == "withdraw" else tier
-    return "accept" if "accept" in s else ""
-
-
-def is_accepted(status: str) -> bool:
-    return status_tier(status) in ("oral", "spotlight", "poster", "accept")
-
-
 def search_text(paper: Paper) -> tuple[str, str, str]:
     """Normalised (title, abstract, BM25 text) of a paper."""
     title = normalise(paper.title)
     abstract = normalise(paper.abstract)
     keywords = "; ".join(normalise(k) for k in paper.keywords)
     return title, abstract, f"{title}. {keywords}. {abstract}" if keywords else f"{title}. {abstract}"
-
-
-def content_hash(paper: Paper) -> str:
-    """``<text hash>:<record hash>`` (sha256 prefixes): the first changes only when the title or
-    abstract does (re-embed), the second with any field (metadata update)."""
-    text = hashlib.sha256(f"{paper.title}\x00{paper.abstract}".encode()).hexdigest()[:16]
-    rec = hashlib.sha256(json.dumps(paper.__dict__, sort_keys=True, ensure_ascii=False)
-                         .encode()).hexdigest()[:16]
-    return f"{text}:{rec}"
 
 
 def chunk_metadata(paper: Paper, chunk: Chunk, n_chunks: int) -> dict:
@@ -157,15 +138,9 @@ class _Lock:
         self._lock.release()
 
 
-def open_store(index_dir: Path, settings, name: str, *, create: bool, metadata=None) -> ChromaStore:
-    """The Chroma collection of an index (embedded under ``index_dir/chroma``, or on the server)."""
-    collection = f"paperchat-{name}" if settings.chroma_url else "chunks"
-    return ChromaStore(index_dir / "chroma", url=settings.chroma_url, collection=collection,
-                       create=create, metadata=metadata)
-
-
-def build_index(source: str | Path | LoadResult, *, settings, embedder, name: str | None = None,
-                fmt: str = "auto", prune: bool = False, progress: bool = True,
+def build_index(source: str | Path | LoadResult, *, settings: Settings, embedder: Embedder,
+                name: str | None = None, fmt: str = "auto", prune: bool = False,
+                progress: bool = True,
                 log: Callable[[str], None] = lambda m: print(m, file=sys.stderr)) -> BuildSummary:
     """Build or update index ``name`` (default ``settings.index``) from a paper list.
 
@@ -191,7 +166,7 @@ def build_index(source: str | Path | LoadResult, *, settings, embedder, name: st
     load_seconds = time.perf_counter() - load_t0
     label = loaded.path or "(papers passed in)" if isinstance(source, LoadResult) else str(source)
     index_dir.mkdir(parents=True, exist_ok=True)
-    with _Lock(index_dir / ".lock"):
+    with _Lock(IndexPaths(index_dir).lock):
         for problem in loaded.problems:
             log(f"{label}: {problem}")
         recorded = manifest.read(index_dir)
@@ -205,7 +180,7 @@ def build_index(source: str | Path | LoadResult, *, settings, embedder, name: st
         if store.metadata:
             manifest.check({**wanted, **store.metadata}, wanted, name)
         manifest.write(index_dir, {**wanted, **(recorded or {}), **wanted, "name": name})
-        catalog = Catalog(index_dir / "papers.sqlite")
+        catalog = open_catalog(index_dir)
         summary = BuildSummary(name=name, skipped=loaded.skipped, problems=loaded.problems)
         summary.stages["load"] += load_seconds
 
@@ -259,7 +234,7 @@ def build_index(source: str | Path | LoadResult, *, settings, embedder, name: st
 
         # BM25 is rebuilt when this build changed the catalog, or when the catalog differs from
         # the one the last BM25 index was built from (a build killed before reaching this point).
-        lexical_dir = index_dir / "bm25"
+        lexical_dir = IndexPaths(index_dir).bm25
         fingerprint = catalog_fingerprint(catalog.hashes())
         changed = summary.embedded or summary.updated_metadata or summary.pruned or stray
         # It is also rebuilt when it was made with other BM25 parameters (an older version).
@@ -283,7 +258,8 @@ def build_index(source: str | Path | LoadResult, *, settings, embedder, name: st
         return summary
 
 
-def _keep_recorded(recorded: dict, settings, embedder, name: str, log) -> tuple:
+def _keep_recorded(recorded: dict, settings: Settings, embedder: Embedder, name: str,
+                   log) -> tuple:
     """The settings and embedder that update an existing index: its own chunking
     (:data:`index.manifest.CHUNK_KEYS`) and its own embedder variant, with a note when they differ
     from what a new index would get, so that one index never mixes two kinds of chunk or vector.
@@ -306,7 +282,8 @@ def _keep_recorded(recorded: dict, settings, embedder, name: str, log) -> tuple:
     return settings, embedder
 
 
-def _map_layout(index_dir: Path, store, catalog: Catalog, fingerprint: str, log) -> None:
+def _map_layout(index_dir: Path, store: ChromaStore, catalog: Catalog, fingerprint: str,
+                log) -> None:
     """Bring the index's map up to date (:func:`index.layout.refresh_layout`). A failure does not
     fail the build: the index is usable without a map, which is then computed on first use."""
     try:
@@ -318,23 +295,9 @@ def _map_layout(index_dir: Path, store, catalog: Catalog, fingerprint: str, log)
             "the map is first shown")
 
 
-def lexical_from_catalog(catalog: Catalog) -> LexicalIndex:
-    """A BM25 index over every paper of ``catalog`` (its stored search texts)."""
-    rows = list(catalog.papers())
-    return LexicalIndex.build([p.id for p, _ in rows], [t for _, t in rows])
-
-
-def catalog_fingerprint(hashes: dict[str, str]) -> str:
-    """sha256 prefix of the catalog's sorted ``id:hash`` pairs: equal fingerprints mean the same
-    papers with the same content (what the BM25 index was built from)."""
-    h = hashlib.sha256()
-    for pid in sorted(hashes):
-        h.update(f"{pid}\x00{hashes[pid]}\n".encode())
-    return h.hexdigest()[:16]
-
-
-def _embed_papers(store, catalog, papers: list[Paper], existing: dict[str, str], embedder,
-                  settings, progress: bool, summary: BuildSummary) -> None:
+def _embed_papers(store: ChromaStore, catalog, papers: list[Paper], existing: dict[str, str],
+                  embedder: Embedder, settings: Settings, progress: bool,
+                  summary: BuildSummary) -> None:
     """Embed and write ``papers`` in steps of :data:`PAPERS_PER_STEP`, as a three-stage pipeline:
     a helper thread normalises and chunks step k+1 and a writer thread stores step k-1 (deletes
     the old chunks of changed papers, upserts the new ones, then writes the catalog rows) while
@@ -410,7 +373,8 @@ def _embed_papers(store, catalog, papers: list[Paper], existing: dict[str, str],
 METADATA_BATCH = 256
 
 
-def _update_metadata(store, catalog, papers: list[Paper], embedder) -> None:
+def _update_metadata(store: ChromaStore, catalog, papers: list[Paper],
+                     embedder: Embedder) -> None:
     """Rewrite chunk metadata and catalog rows of papers whose text is unchanged, in batches of
     :data:`METADATA_BATCH` papers: the chunk ids come from Chroma itself (authoritative after a
     repaired kill), and a batch's catalog rows are written after its chunks (see index.catalog).
@@ -420,7 +384,7 @@ def _update_metadata(store, catalog, papers: list[Paper], embedder) -> None:
     it."""
     for start in range(0, len(papers), METADATA_BATCH):
         batch = papers[start:start + METADATA_BATCH]
-        found = store._col.get(where={"paper_id": {"$in": [p.id for p in batch]}}, include=[])["ids"]
+        found = store.paper_chunk_ids([p.id for p in batch])
         by_paper: dict[str, list[str]] = {}
         for cid in found:
             by_paper.setdefault(paper_of(cid), []).append(cid)
@@ -435,31 +399,15 @@ def _update_metadata(store, catalog, papers: list[Paper], embedder) -> None:
                 meta.setdefault("rating", None)
                 metas.append(meta)
             rows.append((paper, content_hash(paper), len(mine), search_text(paper)[2]))
-        if ids:
-            store._col.update(ids=ids, metadatas=metas)
+        store.update_metadata(ids, metas)
         catalog.put(rows)
 
 
-def delete_index(settings, name: str) -> None:
+def delete_index(settings: Settings, name: str) -> None:
     """Remove index ``name`` entirely (its directory; its server collection in server mode)."""
     index_dir = settings.index_dir(name)
-    if settings.chroma_url:
-        store = open_store(index_dir, settings, name, create=True)
-        store._client.delete_collection(f"paperchat-{name}")
-    elif (index_dir / "chroma").exists():
+    if settings.chroma_url or IndexPaths(index_dir).chroma.exists():
         # drop the collection through Chroma first: an embedded client caches its system per
         # path in-process and would otherwise keep serving the deleted collection
-        store = open_store(index_dir, settings, name, create=True)
-        store._client.delete_collection("chunks")
-        try:
-            from chromadb.api.client import SharedSystemClient
-
-            SharedSystemClient.clear_system_cache()
-        except ImportError:  # pragma: no cover - older chromadb
-            pass
+        open_store(index_dir, settings, name, create=True).drop()
     shutil.rmtree(index_dir, ignore_errors=True)
-
-
-def index_exists(settings, name: str) -> bool:
-    return (settings.index_dir(name) / manifest.MANIFEST).exists() and \
-        (settings.index_dir(name) / "bm25").exists()

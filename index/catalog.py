@@ -4,11 +4,16 @@ It holds each indexed paper's record (for display and filters), its normalised s
 BM25), its content hash and its chunk count. A row is written only *after* the paper's chunks are in
 Chroma, so after an interrupted build a paper either has its row and all its chunks, or no row and
 is redone (its stray chunks deleted first). That is what makes ``kill -9`` safe to resume.
+
+Content hashes (:func:`content_hash`) and the fingerprint of a whole catalog
+(:func:`catalog_fingerprint`) tell a build what changed, and the map and a running app whether
+they are current.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import sqlite3
 from pathlib import Path
@@ -29,6 +34,24 @@ CREATE TABLE IF NOT EXISTS papers (
 
 def paper_from_json(text: str) -> Paper:
     return Paper(**json.loads(text))
+
+
+def content_hash(paper: Paper) -> str:
+    """``<text hash>:<record hash>`` (sha256 prefixes): the first changes only when the title or
+    abstract does (re-embed), the second with any field (metadata update)."""
+    text = hashlib.sha256(f"{paper.title}\x00{paper.abstract}".encode()).hexdigest()[:16]
+    rec = hashlib.sha256(json.dumps(paper.__dict__, sort_keys=True, ensure_ascii=False)
+                         .encode()).hexdigest()[:16]
+    return f"{text}:{rec}"
+
+
+def catalog_fingerprint(hashes: dict[str, str]) -> str:
+    """sha256 prefix of the catalog's sorted ``id:hash`` pairs: equal fingerprints mean the same
+    papers with the same content (what the BM25 index was built from)."""
+    h = hashlib.sha256()
+    for pid in sorted(hashes):
+        h.update(f"{pid}\x00{hashes[pid]}\n".encode())
+    return h.hexdigest()[:16]
 
 
 class Catalog:

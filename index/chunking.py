@@ -4,34 +4,19 @@ all-MiniLM-L6-v2 reads 256 tokens ([CLS] and [SEP] included) and silently drops 
 ICLR 2026 title+abstract texts are longer (shared/data/README.md). Each chunk is the normalised
 title, then a window of the normalised abstract, cut on word boundaries of the embedder's own
 tokenizer, consecutive windows sharing ``overlap`` tokens, so every abstract token is inside some
-chunk's window.
+chunk's window. Chunk ids are ``<paper id>#<n>`` (:func:`rag.types.chunk_id`).
 """
 
 from __future__ import annotations
 
 from typing import Protocol, Sequence
 
-from rag.types import Chunk
+from rag.types import Chunk, chunk_id
 
 #: Titles longer than this many tokens are cut on chunks (rare; keeps room for the abstract).
 MAX_TITLE_TOKENS = 64
 #: Tokens of the separator between title and window (". " is one token for WordPiece).
 SEPARATOR = ". "
-
-
-def chunk_id(paper_id: str, n: int) -> str:
-    """Id of chunk ``n`` (from 0) of a paper: ``<paper id>#<n>``."""
-    return f"{paper_id}#{n}"
-
-
-def paper_of(chunk: str) -> str:
-    """Paper id of a chunk id (the part before the last ``#``; paper ids may contain ``#``)."""
-    return chunk.rsplit("#", 1)[0]
-
-
-def chunk_number(chunk: str) -> int:
-    """Number ``n`` of a chunk id (the part after the last ``#``)."""
-    return int(chunk.rsplit("#", 1)[1])
 
 
 class Tokenizer(Protocol):

@@ -22,11 +22,11 @@ coverage-weighted log-odds lift over the papers' own ``keywords``, see :func:`_d
 title words when a cluster's keywords are too sparse; never a model) and placed at the
 cluster's median point (:func:`cluster_labels`).
 
-Storage: ``layout.npz`` in the index directory (:data:`LAYOUT_FILE`), written atomically: ids, xy
-(float32), the labels, the method and its parameters, each paper's text hash and the catalog
-fingerprint it was computed for (:func:`index.build.catalog_fingerprint`). :func:`ensure_layout`
-loads it when that fingerprint is the manifest's and otherwise computes and saves it, so an index
-built before maps existed gets one on first use.
+Storage: ``layout.npz`` in the index directory (:data:`rag.paths.LAYOUT_FILE`), written
+atomically: ids, xy (float32), the labels, the method and its parameters, each paper's text hash
+and the catalog fingerprint it was computed for (:func:`index.catalog.catalog_fingerprint`).
+:func:`ensure_layout` loads it when that fingerprint is the manifest's and otherwise computes and
+saves it, so an index built before maps existed gets one on first use.
 
 Updates: a build that changed papers calls :func:`refresh_layout` before writing the manifest.
 When at most :data:`INCREMENTAL_SHARE` of the papers are new or have new text (counted since the
@@ -49,14 +49,17 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
 import numpy as np
 
+from rag.paths import LAYOUT_FILE, IndexPaths
 from rag.types import Paper
 
-#: File name of the layout in the index directory.
-LAYOUT_FILE = "layout.npz"
+if TYPE_CHECKING:
+    from rag.settings import Settings
+    from rag.store import ChromaStore
+
 #: Version of the file's layout; another version is recomputed.
 FORMAT_VERSION = 1
 #: Papers whose vectors are fetched per store request (500 papers ~ 850 chunks).
@@ -117,7 +120,7 @@ class Layout:
 # --- paper vectors ---------------------------------------------------------------------------
 
 
-def paper_vectors(store, ids: Sequence[str], n_chunks: Mapping[str, int],
+def paper_vectors(store: ChromaStore, ids: Sequence[str], n_chunks: Mapping[str, int],
                   batch: int = VECTOR_BATCH) -> tuple[list[str], np.ndarray]:
     """Each paper's L2-normalised mean chunk vector, read from ``store`` (a
     :class:`rag.store.ChromaStore`) ``batch`` papers per request.
@@ -435,8 +438,9 @@ def cluster_labels(xy: np.ndarray, papers: Sequence[Paper]) -> list[Label]:
 # --- compute, save, load -----------------------------------------------------------------------
 
 
-def compute_layout(store, catalog_papers: dict[str, Paper], n_chunks: dict[str, int], *,
-                   seed: int = 0, log: Log = _stderr, fingerprint: str = "",
+def compute_layout(store: ChromaStore, catalog_papers: dict[str, Paper],
+                   n_chunks: dict[str, int], *, seed: int = 0, log: Log = _stderr,
+                   fingerprint: str = "",
                    text_hashes: Mapping[str, str] | None = None) -> Layout:
     """A fresh map of every paper in ``catalog_papers`` that has stored vectors (ids sorted).
 
@@ -447,10 +451,10 @@ def compute_layout(store, catalog_papers: dict[str, Paper], n_chunks: dict[str, 
         seed: random seed of t-SNE (same vectors and seed: same map).
         fingerprint, text_hashes: recorded in the layout (the catalog's fingerprint and each
             paper's title+abstract hash), so a later build can tell what changed; by default
-            derived from the papers (:func:`index.build.content_hash`, as the catalog does).
+            derived from the papers (:func:`index.catalog.content_hash`, as the catalog does).
     """
     if not fingerprint or text_hashes is None:
-        from index.build import catalog_fingerprint, content_hash
+        from index.catalog import catalog_fingerprint, content_hash
 
         full = {pid: content_hash(p) for pid, p in catalog_papers.items()}
         fingerprint = fingerprint or catalog_fingerprint(full)
@@ -482,7 +486,7 @@ def compute_layout(store, catalog_papers: dict[str, Paper], n_chunks: dict[str, 
 
 def save_layout(index_dir: Path, layout: Layout) -> None:
     """Write ``layout.npz`` in ``index_dir`` atomically (temporary file, then rename)."""
-    path = Path(index_dir) / LAYOUT_FILE
+    path = IndexPaths(index_dir).layout
     meta = {"format_version": FORMAT_VERSION, "method": layout.method,
             "fingerprint": layout.fingerprint, "params": layout.params,
             "labels": [[lb.text, lb.x, lb.y, lb.size] for lb in layout.labels]}
@@ -502,7 +506,7 @@ def save_layout(index_dir: Path, layout: Layout) -> None:
 
 def load_layout(index_dir: Path) -> Layout | None:
     """The saved layout of ``index_dir``; None when absent, unreadable or of another format."""
-    path = Path(index_dir) / LAYOUT_FILE
+    path = IndexPaths(index_dir).layout
     try:
         with np.load(path, allow_pickle=False) as data:
             meta = json.loads(str(data["meta"]))
@@ -523,8 +527,9 @@ def load_layout(index_dir: Path) -> Layout | None:
 # --- keeping it current --------------------------------------------------------------------------
 
 
-def _incremental(old: Layout, store, papers: dict[str, Paper], n_chunks: dict[str, int],
-                 hashes: dict[str, str], fingerprint: str, log: Log) -> Layout | None:
+def _incremental(old: Layout, store: ChromaStore, papers: dict[str, Paper],
+                 n_chunks: dict[str, int], hashes: dict[str, str], fingerprint: str,
+                 log: Log) -> Layout | None:
     """The old map with removed papers dropped and new or re-embedded ones placed into it, or
     None when a full fit is due (see the module docstring)."""
     text = {pid: h.split(":")[0] for pid, h in hashes.items()}
@@ -562,8 +567,8 @@ def _incremental(old: Layout, store, papers: dict[str, Paper], n_chunks: dict[st
     return Layout(ids, xy, labels, old.method, fingerprint, [text[i] for i in ids], params)
 
 
-def refresh_layout(index_dir: Path, store, catalog, fingerprint: str, *, seed: int = 0,
-                   log: Log = _stderr) -> Layout:
+def refresh_layout(index_dir: Path, store: ChromaStore, catalog, fingerprint: str, *,
+                   seed: int = 0, log: Log = _stderr) -> Layout:
     """Bring ``index_dir``'s layout up to the catalog (fingerprint ``fingerprint``): incremental
     when few papers are new (see the module docstring), else a full fit; saved, then returned.
     ``catalog`` is an :class:`index.catalog.Catalog`."""
@@ -584,7 +589,7 @@ def refresh_layout(index_dir: Path, store, catalog, fingerprint: str, *, seed: i
     return layout
 
 
-def ensure_layout(settings, name: str, *, log: Log = _stderr) -> Layout:
+def ensure_layout(settings: Settings, name: str, *, log: Log = _stderr) -> Layout:
     """The map of index ``name``: the saved one when it was computed for the catalog the manifest
     names (its ``catalog_fingerprint``), else computed now and saved (an index built before maps
     existed, or with ``map_layout`` off, gets one on first use: about a minute at 20,000 papers).
@@ -596,15 +601,15 @@ def ensure_layout(settings, name: str, *, log: Log = _stderr) -> Layout:
         IndexNotFoundError: no such index.
     """
     from index import manifest
-    from index.build import catalog_fingerprint, index_exists, open_store
-    from index.catalog import Catalog
+    from index.catalog import catalog_fingerprint
+    from index.reader import index_exists, open_catalog, open_store
     from rag.errors import IndexNotFoundError
 
     index_dir = settings.index_dir(name)
     if not index_exists(settings, name):
         raise IndexNotFoundError(f"no index named {name!r} under {settings.home}; build it "
                                  f"with: paperchat index PATH --name {name}")
-    catalog = Catalog(index_dir / "papers.sqlite")
+    catalog = open_catalog(index_dir)
     hashes = catalog.hashes()
     now = catalog_fingerprint(hashes)
     wanted = (manifest.read(index_dir) or {}).get("catalog_fingerprint") or now

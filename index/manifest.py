@@ -1,4 +1,4 @@
-"""How an index was built, recorded beside it (STYLE.md 8), and the check that settings match.
+"""How an index was built, recorded beside it (ARCHITECTURE.md, habit 8), and the check that settings match.
 
 ``manifest.json`` in the index directory holds the embedding model, its dimension, the embedding
 backend and its variant (the quantisation recipe, :data:`rag.onnx_embedder.VARIANTS`), the
@@ -17,12 +17,16 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from index.text import NORMALISER_VERSION
 from rag.errors import IndexMismatchError
+from rag.paths import MANIFEST_FILE as MANIFEST  # noqa: F401 - manifest.MANIFEST, the file name
+from rag.paths import IndexPaths
+from rag.text import NORMALISER_VERSION
 
-MANIFEST = "manifest.json"
+if TYPE_CHECKING:
+    from rag.settings import Settings
+
 FORMAT_VERSION = 1
 #: Keys whose values must match between the index and the settings in use.
 BUILD_KEYS = ("format_version", "embedder", "dim", "embed_backend", "embed_variant",
@@ -35,7 +39,7 @@ CHUNK_KEYS = ("chunk_tokens", "chunk_overlap")
 _DEFAULT_VARIANT = {"onnx-int8": "int8", "onnx-fp32": "fp32", "torch": "fp32"}
 
 
-def build_keys(settings, dim: int, variant: str | None = None) -> dict[str, Any]:
+def build_keys(settings: Settings, dim: int, variant: str | None = None) -> dict[str, Any]:
     """The build-defining values for ``settings`` and an embedder of dimension ``dim`` whose
     ``variant`` attribute is ``variant`` (None: the backend's default)."""
     return {"format_version": FORMAT_VERSION, "embedder": settings.embedder, "dim": int(dim),
@@ -55,7 +59,7 @@ def variant_of(recorded: dict[str, Any]) -> str | None:
 
 def read(index_dir: Path) -> dict[str, Any] | None:
     """The manifest of ``index_dir``, or None when there is none."""
-    path = Path(index_dir) / MANIFEST
+    path = IndexPaths(index_dir).manifest
     if not path.exists():
         return None
     return json.loads(path.read_text())
@@ -63,7 +67,7 @@ def read(index_dir: Path) -> dict[str, Any] | None:
 
 def write(index_dir: Path, data: dict[str, Any]) -> None:
     """Write atomically (tmp file + rename)."""
-    path = Path(index_dir) / MANIFEST
+    path = IndexPaths(index_dir).manifest
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps({**data, "written_at": time.strftime("%Y-%m-%dT%H:%M:%S")}, indent=2))
     os.replace(tmp, path)

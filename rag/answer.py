@@ -15,9 +15,8 @@ import re
 import time
 import unicodedata
 from dataclasses import dataclass, field
-from typing import Iterator, Sequence
+from typing import TYPE_CHECKING, Iterator, Sequence
 
-from index.text import normalise, split_sentences
 from rag import citations as cit
 from rag import prompts
 from rag.conversation import (Turn, discussed_papers, follows, previous_papers_to_compare,
@@ -26,7 +25,14 @@ from rag.conversation import (Turn, discussed_papers, follows, previous_papers_t
 from rag.errors import InvalidQuestionError
 from rag.filters import Filters
 from rag.grounding import ground
+from rag.text import normalise, split_sentences
 from rag.types import Answer, AnswerSentence, Citation, Hit
+
+if TYPE_CHECKING:
+    from rag.embedder import Embedder
+    from rag.generator import Generator
+    from rag.seams import Retriever
+    from rag.settings import Settings
 
 #: Terminal colour/cursor escape sequences (ECMA-48 CSI), stripped from questions.
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
@@ -103,7 +109,8 @@ def paper_text(hit: Hit, sentences: int | None) -> str:
     return " ".join(s for s in allowed if s in chosen) or " ".join(allowed[:1])
 
 
-def build_messages(question: str, hits: Sequence[Hit], generator, settings) -> tuple[list[dict], int]:
+def build_messages(question: str, hits: Sequence[Hit], generator: Generator,
+                   settings: Settings) -> tuple[list[dict], int]:
     """Chat messages for ``question`` with as many of ``hits`` as fit the model's context window.
 
     Budget (tokens) = context window - ``max_answer_tokens`` - :data:`TEMPLATE_MARGIN`. Papers are
@@ -157,8 +164,9 @@ class Plan:
     rewritten: bool = False
 
 
-def retrieve_for(question: str, retriever, settings, *, k: int, filters: Filters | None,
-                 history: list[Turn], evidence: bool = True) -> tuple[str, list[Hit], bool]:
+def retrieve_for(question: str, retriever: Retriever, settings: Settings, *, k: int,
+                 filters: Filters | None, history: list[Turn], evidence: bool = True
+                 ) -> tuple[str, list[Hit], bool]:
     """Standalone question, hits and refusal for one turn (follow-ups and comparisons handled):
     what ``paperchat eval`` scores as retrieval."""
     plan = plan_turn(question, retriever, settings, k=k, filters=filters, history=history,
@@ -166,8 +174,9 @@ def retrieve_for(question: str, retriever, settings, *, k: int, filters: Filters
     return plan.standalone, plan.hits, plan.refused
 
 
-def plan_turn(question: str, retriever, settings, *, k: int, filters: Filters | None,
-              history: list[Turn], evidence: bool = True, discussed_first: bool = True) -> Plan:
+def plan_turn(question: str, retriever: Retriever, settings: Settings, *, k: int,
+              filters: Filters | None, history: list[Turn], evidence: bool = True,
+              discussed_first: bool = True) -> Plan:
     """Retrieve for one turn and decide its question type.
 
     With ``discussed_first`` (the answer path), a follow-up's papers under discussion are put
@@ -266,7 +275,7 @@ class Reading:
     said: list[str] = field(default_factory=list)
 
 
-def understand(question: str, retriever, filters: Filters | None,
+def understand(question: str, retriever: Retriever, filters: Filters | None,
                drop_filters: Sequence[str] = ()) -> Reading:
     """Read filters, a rating order and the language from ``question`` (:mod:`rag.intent`)
     and decide whether the catalog answers it alone (:mod:`rag.facets`)."""
@@ -328,7 +337,7 @@ def check_mode(name: str) -> str:
     return name
 
 
-def resolve_mode(requested: str, generator, settings) -> str:
+def resolve_mode(requested: str, generator: Generator, settings: Settings) -> str:
     """The answer mode to use: ``requested`` unless it is ``auto``, which picks
     ``settings.small_model_mode`` for a model with fewer than ``settings.small_model_params``
     parameters (read from the GGUF: ``generator.n_params``) and ``generative`` for bigger models
@@ -346,9 +355,10 @@ def resolve_mode(requested: str, generator, settings) -> str:
     return "generative"
 
 
-def answer_stream(question: str, *, retriever, generator, settings, k: int | None = None,
-                  filters: Filters | None = None, history: list[Turn] | None = None,
-                  mode: str | None = None, drop_filters: Sequence[str] = ()
+def answer_stream(question: str, *, retriever: Retriever, generator: Generator,
+                  settings: Settings, k: int | None = None, filters: Filters | None = None,
+                  history: list[Turn] | None = None, mode: str | None = None,
+                  drop_filters: Sequence[str] = ()
                   ) -> Iterator[HitsEvent | TokenEvent | DoneEvent]:
     """Answer ``question`` as a stream of events: one :class:`HitsEvent`, one or more
     :class:`TokenEvent` (the first is the one-line direct answer, made from retrieval before
@@ -482,8 +492,8 @@ def answer_stream(question: str, *, retriever, generator, settings, k: int | Non
         about_ids=[hits[n - 1].id for n in about if 1 <= n <= len(hits)]))
 
 
-def _generate(standalone: str, hits: list[Hit], table, generator, settings, embedder,
-              timings: dict[str, float], clock):
+def _generate(standalone: str, hits: list[Hit], table, generator: Generator,
+              settings: Settings, embedder: Embedder, timings: dict[str, float], clock):
     """Generative mode: stream the model's text, stopped by the repetition guard, and show only
     what is checked: each sentence, once complete, is grounded on its own and yielded as a
     :class:`TokenEvent` when the cited abstracts support it and it is no prompt leak (unchecked

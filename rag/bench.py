@@ -18,9 +18,12 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from rag.errors import PaperchatError
+
+if TYPE_CHECKING:
+    from rag.settings import Settings
 
 #: The ICLR 2026 submission list (19,630 papers) beside the project: ``../shared/data``.
 DEFAULT_DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "iclr2026_all.jsonl"
@@ -68,7 +71,8 @@ def sample_papers(path: Path, n: int) -> tuple[list, str]:
                     f"the {len(papers)} valid papers of {Path(path).name}")
 
 
-def bench_index(settings, *, n_papers: int = 500, rounds: int = 4, data: Path | None = None,
+def bench_index(settings: Settings, *, n_papers: int = 500, rounds: int = 4,
+                data: Path | None = None,
                 log: Callable[[str], None] = lambda m: print(m, file=sys.stderr)) -> dict[str, Any]:
     """Index the same sample of papers two ways in one process and compare papers/s.
 
@@ -334,14 +338,13 @@ def _layout_index_child(home: str, name: str, out_path: str) -> None:
     labels (:func:`index.layout.compute_layout`), nothing saved."""
     import numpy as np
 
-    from index.build import open_store
-    from index.catalog import Catalog
     from index.layout import compute_layout
+    from index.reader import open_catalog, open_store
     from rag.settings import Settings
 
     settings = Settings(home=Path(home))
     index_dir = settings.index_dir(name)
-    catalog = Catalog(index_dir / "papers.sqlite")
+    catalog = open_catalog(index_dir)
     store = open_store(index_dir, settings, name, create=False)
     layout = compute_layout(store, {p.id: p for p, _ in catalog.papers()}, catalog.chunk_counts(),
                             log=lambda m: None)
@@ -365,7 +368,7 @@ def _run_child(code: str, timeout_s: float = 1800) -> tuple[dict[str, Any], floa
     return json.loads(proc.stdout.strip().splitlines()[-1]), wall
 
 
-def bench_layout(settings, *, methods: Sequence[str] = LAYOUT_METHODS, rounds: int = 3,
+def bench_layout(settings: Settings, *, methods: Sequence[str] = LAYOUT_METHODS, rounds: int = 3,
                  seed: int = 0, incremental: bool = True,
                  log: Callable[[str], None] = lambda m: print(m, file=sys.stderr)
                  ) -> dict[str, Any]:
@@ -388,17 +391,17 @@ def bench_layout(settings, *, methods: Sequence[str] = LAYOUT_METHODS, rounds: i
 
     import numpy as np
 
-    from index.build import open_store
-    from index.catalog import Catalog
     from index.layout import knn_preservation, paper_vectors
+    from index.reader import open_catalog, open_store
     from rag.errors import IndexNotFoundError
+    from rag.paths import IndexPaths
 
     name = settings.index
     index_dir = settings.index_dir(name)
-    if not (index_dir / "papers.sqlite").exists():
+    if not IndexPaths(index_dir).catalog.exists():
         raise IndexNotFoundError(f"no index named {name!r} under {settings.home}; build it with: "
                                  f"paperchat index PATH --name {name}")
-    catalog = Catalog(index_dir / "papers.sqlite")
+    catalog = open_catalog(index_dir)
     store = open_store(index_dir, settings, name, create=False)
     t0 = time.perf_counter()
     ids, vectors = paper_vectors(store, sorted(catalog.chunk_counts()), catalog.chunk_counts())

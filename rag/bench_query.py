@@ -17,8 +17,13 @@ import json
 import statistics
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rag.errors import PaperchatError
+
+if TYPE_CHECKING:
+    from rag.retrieve import Retriever  # the real one: its Chroma store is measured
+    from rag.settings import Settings
 
 EVAL_DIR = Path(__file__).resolve().parent.parent.parent / "shared" / "eval"
 
@@ -40,11 +45,11 @@ def _questions() -> list[str]:
     return out
 
 
-def bench_query(settings) -> dict:
+def bench_query(settings: Settings) -> dict:
     """Retrieval latency at the size of the index in use (``--index``)."""
-    from index.text import normalise
     from rag.answer import retrieve_for
     from rag.pipeline import Pipeline
+    from rag.text import normalise
 
     pipe = Pipeline(settings)
     retriever = pipe.retriever
@@ -77,15 +82,15 @@ def bench_query(settings) -> dict:
     }
 
 
-def ann_recall(retriever, questions: list[str], n: int = 200, papers: int = 20) -> dict:
+def ann_recall(retriever: Retriever, questions: list[str], n: int = 200, papers: int = 20) -> dict:
     """How much of the exact nearest-neighbour answer Chroma's HNSW returns: mean (and worst)
     share of the exact ``n`` nearest chunks among the ``n`` returned, and of the exact nearest
     ``papers`` papers (by best chunk) among the returned chunks' first ``papers`` papers. Exact
     search is a matrix product over every stored vector (cosine similarity)."""
     import numpy as np
 
-    from index.text import normalise
-    from index.chunking import paper_of
+    from rag.text import normalise
+    from rag.types import paper_of
 
     ids, vectors = retriever.store.all_embeddings()
     if not ids:
@@ -116,7 +121,7 @@ BENCH_QUESTIONS = (
 WARM_UP_QUESTION = "Which paper builds a self-evolving language model for operations research?"
 
 
-def bench_answer(settings, question: str | None = None, runs: int = 5) -> dict:
+def bench_answer(settings: Settings, question: str | None = None, runs: int = 5) -> dict:
     """Time to the first answer text on screen and to the finished answer, median of ``runs``,
     in the default mode (``settings.answer_mode``, resolved for the model) and in ``generative``
     mode, where ``model_first_token_ms`` is the model's own first token (prompt processing of the

@@ -1,4 +1,4 @@
-"""One citation syntax, one parser, one refusal constant (STYLE.md 7).
+"""One citation syntax, one parser, one refusal constant (ARCHITECTURE.md, habit 7).
 
 Answers cite papers as ``[n]``: ``n`` is the 1-based position of the paper among the answer's hits.
 Models also write ``[1, 2]``, ``[1][2]``, ``[1-2]`` and ``[Paper 1]``; :func:`normalise_markers`

@@ -133,44 +133,12 @@ def cmd_index(args) -> int:
     return 0
 
 
-def answer_json(ans, filters=None) -> dict:
-    """The ``paperchat ask --json`` object (DESIGN.md contract); ``filters`` the
-    :class:`rag.filters.Filters` applied (listed as ``filters_applied``). Each hit's ``rating``
-    is None or ``{"mean": float, "n": int, "min": float, "max": float}``
-    (:attr:`rag.types.Paper.rating`)."""
-    return {
-        "question": ans.question,
-        "standalone_question": ans.standalone_question,
-        "answer": ans.text,
-        "refused": ans.refused,
-        "citations": [{"n": c.n, "id": c.paper.id, "title": c.paper.title,
-                       "url": c.paper.openreview_url, "supported": c.supported,
-                       "support": float(c.support)} for c in ans.citations],
-        "hits": [{"id": h.id, "title": h.paper.title, "score": float(h.score),
-                  "status": h.paper.status, "primary_area": h.paper.primary_area,
-                  "url": h.paper.openreview_url, "evidence": list(h.evidence),
-                  "rating": h.paper.rating} for h in ans.hits],
-        "timings_ms": {k: round(float(ans.timings_ms.get(k, 0.0)), 1)
-                       for k in ("retrieve", "first_token", "total")},
-        "mode": ans.mode,
-        "kind": ans.kind,
-        "sentences": [{"text": s.text, "kind": s.kind, "citations": list(s.citations),
-                       "supported": bool(s.supported), "support": float(s.support)}
-                      for s in ans.sentences],
-        "unsupported": [{"text": s.text, "citations": list(s.citations),
-                         "support": float(s.support)} for s in ans.unsupported],
-        "comparison": ({"columns": list(ans.comparison_ids), "rows": ans.comparison}
-                       if ans.comparison is not None else None),
-        "filters_applied": (list(ans.filters_applied) if ans.filters_applied
-                            else filters.as_strings() if filters else []),
-        "model": ans.model,
-    }
-
-
 def format_answer(ans) -> str:
     """Terminal rendering after streaming: unsupported sentences marked, then the references
-    (``[n] Title. Venue Status. rating 6.0 · 4 reviews, 4–8. URL``; the rating only when the
-    paper has one)."""
+    (:func:`rag.rendering.references`: ``[n] Title. Venue Status. rating 6.0 · 4 reviews, 4–8.
+    URL``; the rating only when the paper has one)."""
+    from rag.rendering import references
+
     lines = []
     if ans.unsupported:
         lines += ["", "Not supported by the cited abstracts (left out of the answer):"]
@@ -178,23 +146,15 @@ def format_answer(ans) -> str:
     lines += ["", ""]  # end the streamed answer's line, then one blank line
     if ans.refused and not ans.hits:
         return "\n".join(lines).rstrip()
-    if ans.refused:
-        lines.append("Nearest papers (none answers the question):")
-        refs = [(n, h.paper) for n, h in enumerate(ans.hits, 1)]
-    else:
-        lines.append("References:")
-        refs = [(c.n, c.paper) for c in ans.citations] or [(n, h.paper) for n, h in enumerate(ans.hits, 1)]
-    for n, paper in refs:
-        bits = [paper.title, " ".join(x for x in (paper.venue, paper.status) if x),
-                paper.rating_text(), paper.openreview_url]
-        lines.append(f"[{n}] " + ". ".join(b.strip() for b in bits if b and b.strip()))
-    return "\n".join(lines)
+    lines.append("Nearest papers (none answers the question):" if ans.refused else "References:")
+    return "\n".join(lines + references(ans))
 
 
 def cmd_ask(args) -> int:
     from rag.answer import DoneEvent, HitsEvent, TokenEvent, answer_stream, check_question
     from rag.filters import Filters
     from rag.pipeline import Pipeline
+    from rag.rendering import answer_json
 
     settings = _settings(args)
     question = check_question(args.question, settings.max_question_chars)
@@ -272,8 +232,7 @@ def cmd_map(args) -> int:
     if not os.access(folder, os.W_OK | os.X_OK):
         raise PaperchatError(f"--out {args.out}: cannot write in {folder} (permission denied)")
 
-    from index.build import index_exists
-    from index.catalog import Catalog
+    from index.reader import index_exists, open_catalog
     from rag.pipeline import ensure_index
 
     settings = _settings(args)
@@ -289,7 +248,7 @@ def cmd_map(args) -> int:
         raise PaperchatError("this paperchat has no map layout module (index.layout)") from None
     from rag import mapfigure
 
-    papers = {p.id: p for p, _ in Catalog(settings.index_dir(name) / "papers.sqlite").papers()}
+    papers = {p.id: p for p, _ in open_catalog(settings.index_dir(name)).papers()}
     layout = ensure_layout(settings, name, log=log)
     page = mapfigure.conference_html(layout, papers, title=mapfigure.conference_title(papers,
                                                                                       name),

@@ -28,22 +28,26 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
-from index.text import normalise
 from rag import citations as cit
 from rag import prompts
 from rag.grounding import abstract_sentences, embed_cached
+from rag.rendering import EMPTY, to_markdown
+from rag.text import normalise
 from rag.types import Citation, Hit
+
+if TYPE_CHECKING:
+    from rag.embedder import Embedder
+    from rag.generator import Generator
+    from rag.settings import Settings
 
 #: Row labels, in table order.
 ROWS = ("Problem", "Approach", "Evidence / results", "What sets it apart")
 #: Header of the row-label column.
 ASPECT = "Aspect"
-#: Shown in a cell the abstract has no sentence for.
-EMPTY = "—"
 #: Most tokens the model may write for the synthesis (the table already answers).
 SYNTHESIS_MAX_TOKENS = 160
 #: Longest cell, in characters (cut at a word boundary with "…").
@@ -187,18 +191,6 @@ def _cell(sentence: str) -> str:
     return text
 
 
-def _md_cell(text: str) -> str:
-    return re.sub(r"\s+", " ", text).replace("\\", "\\\\").replace("|", "\\|").strip() or EMPTY
-
-
-def to_markdown(rows: list[list[str]]) -> str:
-    """A Markdown table of ``rows`` (header first); ``|`` in cells escaped, newlines folded."""
-    lines = ["| " + " | ".join(_md_cell(c) for c in rows[0]) + " |",
-             "|" + "---|" * len(rows[0])]
-    lines += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in rows[1:]]
-    return "\n".join(lines)
-
-
 def distinctive(own: np.ndarray, others: np.ndarray, sentences: Sequence[str],
                 exclude: set[int], start: int = 0) -> int | None:
     """Index of the sentence least like the other papers: the smallest max-cosine of ``own``
@@ -218,7 +210,7 @@ def distinctive(own: np.ndarray, others: np.ndarray, sentences: Sequence[str],
     return cands[int(np.argmin(closeness))]
 
 
-def build_comparison(hits: Sequence[Hit], embedder) -> Comparison:
+def build_comparison(hits: Sequence[Hit], embedder: Embedder) -> Comparison:
     """The extractive table for ``hits`` (compared papers, numbered 1..len(hits) in that order).
 
     ``embedder`` picks the "what sets it apart" sentence (:func:`distinctive`); everything else is
@@ -243,8 +235,8 @@ def build_comparison(hits: Sequence[Hit], embedder) -> Comparison:
     return Comparison(columns, rows, to_markdown(rows))
 
 
-def synthesis_messages(question: str, comparison: Comparison, generator, settings,
-                       max_sentences: int = 3) -> list[dict]:
+def synthesis_messages(question: str, comparison: Comparison, generator: Generator,
+                       settings: Settings, max_sentences: int = 3) -> list[dict]:
     """Chat messages asking for a short cited synthesis of the table (``prompts/compare.txt``).
 
     Each paper is quoted with its approach, results and distinctive sentences; if that does not fit

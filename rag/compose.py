@@ -36,17 +36,20 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
-from index.text import normalise
 from rag import citations as cit
 from rag.compare import BOILERPLATE
 from rag.grounding import META_TERMS, abstract_sentences, embed_cached, support_matrix
 from rag.guards import leak_reason
 from rag.lexical import query_terms
+from rag.text import normalise
 from rag.types import AnswerSentence, Hit
+
+if TYPE_CHECKING:
+    from rag.embedder import Embedder
 
 #: Question types, in the order :func:`classify` tests them (``lookup`` is the default).
 KINDS = ("compare", "followup", "count", "authors", "number", "survey", "describe", "lookup")
@@ -165,9 +168,10 @@ def quotable(paper) -> list[str]:
     return [cit.defuse(s) for s in abstract_sentences(paper) if not leak_reason(s)]
 
 
-def candidates(question: str, hits: Sequence[Hit], embedder, numbers: Sequence[int] | None = None,
-               *, approach_bonus: float = 0.0, background_penalty: float = 0.0,
-               results_bonus: float = 0.0) -> dict[int, list[Candidate]]:
+def candidates(question: str, hits: Sequence[Hit], embedder: Embedder,
+               numbers: Sequence[int] | None = None, *, approach_bonus: float = 0.0,
+               background_penalty: float = 0.0, results_bonus: float = 0.0
+               ) -> dict[int, list[Candidate]]:
     """Every quotable sentence of the hits numbered ``numbers`` (default all), scored by
     :func:`relevance` (plus ``approach_bonus`` for contribution sentences, minus
     ``background_penalty`` for background ones: :data:`APPROACH_BONUS`,
@@ -206,7 +210,7 @@ def candidates(question: str, hits: Sequence[Hit], embedder, numbers: Sequence[i
     return out
 
 
-def relevance(question: str, sentences: Sequence[str], embedder) -> np.ndarray:
+def relevance(question: str, sentences: Sequence[str], embedder: Embedder) -> np.ndarray:
     """Relevance of each sentence to the question, shape (len(sentences),), float32 in [0, 1]
     for non-negative cosines (formula in the module docstring)."""
     if not sentences:
@@ -308,7 +312,7 @@ def group_items(hits: Sequence[Hit], numbers: Sequence[int]) -> list[tuple[str, 
     return groups + ([("", left)] if left else [])
 
 
-def compose(kind: str, question: str, hits: Sequence[Hit], embedder, *,
+def compose(kind: str, question: str, hits: Sequence[Hit], embedder: Embedder, *,
             focus: Sequence[int] = (1,), comparison=None, min_dense: float = 0.30
             ) -> list[AnswerSentence]:
     """The extractive answer's sentences for a question of type ``kind`` (see :data:`KINDS`).
@@ -349,7 +353,7 @@ def without_repeats(sentences: list[AnswerSentence], n: int = 4, max_count: int 
     return kept
 
 
-def _compose(kind, question, hits, embedder, *, focus, comparison, min_dense):
+def _compose(kind, question, hits, embedder: Embedder, *, focus, comparison, min_dense):
     if not hits:
         return []
     if kind == "compare" and comparison is not None:
@@ -493,7 +497,7 @@ def claim_text(s: AnswerSentence, hits: Sequence[Hit]) -> str:
     return cit.MARKER.sub("", s.text).strip()
 
 
-def check(sentences: list[AnswerSentence], hits: Sequence[Hit], embedder,
+def check(sentences: list[AnswerSentence], hits: Sequence[Hit], embedder: Embedder,
           threshold: float) -> list[AnswerSentence]:
     """Fill ``support`` / ``supported`` of every claim with :func:`rag.grounding.support_matrix`
     (the best support among the papers it cites). A direct line citing several papers is scored

@@ -10,11 +10,15 @@ in the request, see :mod:`rag.generator`.)
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from rag import prompts
 from rag.compose import Candidate, best_quotes, quote, relevant_others
 from rag.types import AnswerSentence, Hit
+
+if TYPE_CHECKING:
+    from rag.generator import Generator
+    from rag.settings import Settings
 
 #: Most sentences the model may pick.
 MAX_PICKS = 3
@@ -82,13 +86,14 @@ def parse(text: str, pool_: Sequence[Candidate]) -> list[Candidate]:
     return [pool_[i] for _, i in sorted(found)]
 
 
-def max_tokens(pool_: Sequence[Candidate], generator) -> int:
+def max_tokens(pool_: Sequence[Candidate], generator: Generator) -> int:
     """Tokens enough for the :data:`MAX_PICKS` longest candidates and their separators."""
     lengths = sorted((generator.count_tokens(literal(c)) for c in pool_), reverse=True)
     return sum(lengths[:MAX_PICKS]) + MAX_PICKS + 4
 
 
-def pick(question: str, pool_: Sequence[Candidate], generator, settings) -> list[AnswerSentence]:
+def pick(question: str, pool_: Sequence[Candidate], generator: Generator,
+         settings: Settings) -> list[AnswerSentence]:
     """Let the model pick from ``pool_`` under the grammar; the picks as quote sentences.
 
     Raises:
@@ -105,7 +110,8 @@ def pick(question: str, pool_: Sequence[Candidate], generator, settings) -> list
     return [quote(c) for c in parse(text, pool_)]
 
 
-def fitting(question: str, pool_: list[Candidate], generator, margin: int = 64) -> list[Candidate]:
+def fitting(question: str, pool_: list[Candidate], generator: Generator,
+            margin: int = 64) -> list[Candidate]:
     """The longest prefix of ``pool_`` whose prompt plus :func:`max_tokens` fits the model's
     context window less ``margin`` tokens (for the chat template); the last candidates (the least
     relevant papers') are dropped first."""

@@ -1,18 +1,22 @@
-"""Text embedders: one small seam (STYLE.md 1) with a real implementation and a fake in tests.
+"""Text embedders: one small seam (ARCHITECTURE.md, Seams) with real implementations and a fake
+in tests.
 
 An :class:`Embedder` turns texts into L2-normalised float32 vectors, so a dot product is the cosine
 similarity. Only the implementations here import torch / sentence-transformers / onnxruntime, and
-only when first used (STYLE.md 3).
+only when first used (ARCHITECTURE.md, habit 3).
 """
 
 from __future__ import annotations
 
 import threading
-from typing import Protocol, Sequence, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
 from rag import offline
+
+if TYPE_CHECKING:
+    from rag.settings import Settings
 
 
 @runtime_checkable
@@ -89,7 +93,7 @@ class SentenceTransformerEmbedder:
         return np.asarray(vecs, dtype=np.float32)
 
 
-def make_embedder(settings) -> Embedder:
+def make_embedder(settings: Settings) -> Embedder:
     """The embedder named by ``settings.embed_backend`` ('torch', 'onnx-fp32' or 'onnx-int8'),
     for 'onnx-int8' with ``settings.embed_variant`` (None: chosen by the CPU).
 

@@ -1,7 +1,7 @@
 """``paperchat eval``: retrieval quality on a query file, ours against two baselines in one run.
 
 Query lines: ``{"qid", "type", "question", "gold": [ids], "turns": null | [str]}`` with types
-specific, seed, comparative, followup, out_of_corpus (DESIGN.md). Metrics per type, over the
+specific, seed, comparative, followup, out_of_corpus (ARCHITECTURE.md). Metrics per type, over the
 top 10 papers returned:
 
 * recall@k: share of a query's gold papers in the top k, averaged over queries;
@@ -20,9 +20,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from statistics import mean
+from typing import TYPE_CHECKING
 
 from rag.conversation import Turn
 from rag.errors import PaperchatError
+
+if TYPE_CHECKING:
+    from rag.retrieve import Retriever  # the real one: its two channels are the baselines
+    from rag.settings import Settings
 
 K = 10
 TYPES = ("specific", "seed", "comparative", "followup", "out_of_corpus")
@@ -83,11 +88,12 @@ def _summarise(per_query: list[tuple[dict, list[str], bool]]) -> dict:
     return {"by_type": by_type, "refusal": refusal}
 
 
-def run_queries(queries: list[dict], retriever, settings) -> dict:
-    """Ours and both baselines over ``queries``; returns the DESIGN.md eval object."""
-    from index.text import normalise
+def run_queries(queries: list[dict], retriever: Retriever, settings: Settings) -> dict:
+    """Ours and both baselines over ``queries``; returns the eval object (ARCHITECTURE.md,
+    Contracts)."""
     from rag.answer import retrieve_for
     from rag.refusal import baseline_refuses
+    from rag.text import normalise
 
     ours, bm25, dense = [], [], []
     for q in queries:
@@ -110,7 +116,7 @@ def run_queries(queries: list[dict], retriever, settings) -> dict:
     return report
 
 
-def run_eval(path: str | Path, settings) -> dict:
+def run_eval(path: str | Path, settings: Settings) -> dict:
     """Open the index named by ``settings`` and evaluate the query file at ``path``."""
     from rag.pipeline import Pipeline
 

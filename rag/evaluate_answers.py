@@ -4,7 +4,7 @@ other modes in the same run.
 Every query of the file (``{"qid", "type", "question", "gold", "turns"}``, see
 :mod:`rag.evaluate`) is answered by :func:`rag.answer.answer` with the real retriever and model;
 follow-ups are run as conversations (each earlier turn answered, its answer becoming the
-history). Per query type (DESIGN.md contract):
+history). Per query type (ARCHITECTURE.md, Contracts):
 
 * ``gold_in_hits``: queries whose gold papers are all among the answer's hits (count);
 * ``gold_cited``: among those, the share whose answer cites every gold paper;
@@ -29,15 +29,20 @@ from __future__ import annotations
 import statistics
 import sys
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from rag.conversation import Turn, turn_after
 from rag.evaluate import TYPES, load_queries
 from rag.guards import answer_max_repeat, count_leaks
 
+if TYPE_CHECKING:
+    from rag.generator import Generator
+    from rag.seams import Retriever
+    from rag.settings import Settings
 
-def run_mode(queries: list[dict], mode: str, retriever, generator, settings,
-             log: Callable[[str], None] = lambda m: None) -> list[dict]:
+
+def run_mode(queries: list[dict], mode: str, retriever: Retriever, generator: Generator,
+             settings: Settings, log: Callable[[str], None] = lambda m: None) -> list[dict]:
     """Answer every query in ``mode``; one record per query (see :func:`record`)."""
     from rag.answer import answer
 
@@ -59,7 +64,8 @@ def run_mode(queries: list[dict], mode: str, retriever, generator, settings,
 
 
 def record(q: dict, ans, discussed: list[str]) -> dict:
-    """The per-query record (DESIGN.md ``per_query``) plus what the summary needs."""
+    """The per-query record (``per_query``, ARCHITECTURE.md Contracts) plus what the summary
+    needs."""
     cited = [c.paper.id for c in ans.citations]
     prose = "\n".join(s.text for s in ans.sentences)
     return {
@@ -116,11 +122,12 @@ def _share(values) -> float:
     return round(sum(1 for v in values if v) / len(values), 4) if values else 0.0
 
 
-def run_answer_eval(path: str | Path, settings, *, baselines: list[str] | None = None,
+def run_answer_eval(path: str | Path, settings: Settings, *, baselines: list[str] | None = None,
                     log: Callable[[str], None] = lambda m: print(m, file=sys.stderr)) -> dict:
     """Evaluate the answers to the query file at ``path``: ``settings.answer_mode`` (``auto``
     resolved for the loaded model), then each baseline mode (default: the other two), all on
-    one retriever and one loaded model. Returns the DESIGN.md ``eval --answers`` object.
+    one retriever and one loaded model. Returns the ``eval --answers`` object (ARCHITECTURE.md,
+    Contracts).
 
     Raises:
         PaperchatError: a malformed query file, a missing index or model; InvalidQuestionError

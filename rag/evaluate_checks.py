@@ -24,8 +24,13 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rag.errors import PaperchatError
+from rag.types import is_accepted, status_tier
+
+if TYPE_CHECKING:
+    from rag.settings import Settings
 
 
 def load_checks(path: str | Path) -> list[dict]:
@@ -45,8 +50,6 @@ def _first_number(text: str) -> int | None:
 def check_answer(expect: dict, ans) -> list[tuple[str, bool, str]]:
     """``(check name, passed, what was seen)`` for each check of ``expect`` on ``ans`` (an
     :class:`rag.types.Answer`)."""
-    from index.build import is_accepted, status_tier
-
     ids = [h.id for h in ans.hits]
     out: list[tuple[str, bool, str]] = []
 
@@ -104,7 +107,8 @@ def check_answer(expect: dict, ans) -> list[tuple[str, bool, str]]:
     return out
 
 
-def run_checks(path: str | Path, settings, *, pipeline=None, log=lambda m: None) -> dict:
+def run_checks(path: str | Path, settings: Settings, *, pipeline=None,
+               log=lambda m: None) -> dict:
     """Ask every question of the file (after its ``turns``) and score its checks.
 
     Returns ``{"n": questions, "checks": int, "passed": int, "share": float,

@@ -21,6 +21,7 @@ import re
 import unicodedata
 from typing import Iterable, Sequence
 
+from rag.rendering import answer_markdown_text, answer_references
 from rag.types import Answer, Paper
 
 #: Words skipped when a key takes a word from the title.
@@ -167,57 +168,6 @@ def reference(paper: Paper) -> str:
 def reference_list(numbered: Iterable[tuple[int, Paper]]) -> str:
     """``[n] reference`` lines for ``(n, paper)`` pairs."""
     return "\n".join(f"[{n}] {reference(p)}" for n, p in numbered)
-
-
-def answer_references(answer: Answer) -> list[tuple[int, Paper]]:
-    """The numbered papers an answer's markers point at: its citations, or (refused or uncited)
-    its hits, numbered as in the answer."""
-    if answer.citations and not answer.refused:
-        return [(c.n, c.paper) for c in answer.citations]
-    return [(n, h.paper) for n, h in enumerate(answer.hits, start=1)]
-
-
-def answer_markdown_text(answer: Answer) -> str:
-    """The answer as Markdown, from its sentences by kind: the direct line, a comparison's
-    table (from :attr:`Answer.comparison`), quotes as ``> “…” [n]`` lines, items as ``- ``
-    lines, headings, notes and the model's supported sentences as paragraphs; then the
-    sentences a model wrote that no cited abstract supports, under their own heading (never in
-    the body)."""
-    if answer.refused or not answer.sentences:
-        return answer.text
-    from rag.compare import to_markdown
-
-    table = to_markdown(answer.comparison) if answer.comparison else ""
-    blocks: list[str] = []
-    kinds: list[str] = []
-    unsupported = list(answer.unsupported)
-    if table and not any(s.kind == "direct" for s in answer.sentences):
-        blocks.append(table)
-        kinds.append("table")
-    for s in answer.sentences:
-        text = " ".join(s.text.split())
-        if s.kind == "claim" and not s.supported:
-            unsupported.append(s)
-            continue
-        if s.kind == "quote":
-            markers = "".join(f"[{n}]" for n in s.citations)
-            block = f"> “{' '.join(s.quote.split())}” {markers}" if s.quote else f"> {text}"
-        elif s.kind == "item":
-            block = f"- {text}"
-        else:
-            block = text
-        if s.kind in ("item", "claim") and kinds and kinds[-1] == s.kind:
-            blocks[-1] += ("\n" if s.kind == "item" else " ") + block
-        else:
-            blocks.append(block)
-            kinds.append(s.kind)
-        if table and s.kind == "direct" and "table" not in kinds:
-            blocks.append(table)
-            kinds.append("table")
-    if unsupported:
-        blocks.append("_Not supported by the cited abstracts:_\n\n" + "\n".join(
-            f"- {' '.join(s.text.split())} (support {s.support:.2f})" for s in unsupported))
-    return "\n\n".join(blocks)
 
 
 def conversation_markdown(answers: Sequence[Answer], *, index: str = "", model: str = "") -> str:

@@ -13,9 +13,9 @@ import re
 from collections import Counter
 from typing import Sequence
 
-from index.text import normalise
 from rag.compose import direct, heading, item, note
 from rag.filters import Filters
+from rag.text import normalise
 from rag.types import AnswerSentence, Hit, Paper
 
 #: How many relevant papers a "highest-rated ..." question sorts by rating (the answer says so).

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from rag.errors import PaperchatError
-from rag.types import Paper
+from rag.types import Paper, is_accepted, status_tier
 
 FIELDS = ("status", "primary_area", "venue", "year", "keyword", "rating", "author")
 TIERS = {"oral": "oral", "orals": "oral", "spotlight": "spotlight", "poster": "poster",
@@ -48,7 +48,7 @@ _ITEM = re.compile(r"^([^=<>]*?)\s*(>=|<=|==|=|>|<)(.*)$", re.S)
 
 
 #: Status words matched by the chunks' ``tier`` metadata. Rejected and withdrawn papers go
-#: through ``allowed_ids`` instead: indexes built before index.build.status_tier learned that
+#: through ``allowed_ids`` instead: indexes built before rag.types.status_tier learned that
 #: "Not accepted (Reject, or withdrawn after ...)" is a rejection stored ``tier=withdrawn``.
 CHUNK_TIERS = frozenset(w for w, t in TIERS.items() if t in ("oral", "spotlight", "poster"))
 
@@ -221,8 +221,6 @@ class Filters:
             FilterError: a rating value that is no comparison and number (only when ``values``
                 was built by hand rather than by :meth:`parse`).
         """
-        from index.build import is_accepted, status_tier
-
         for key, wanted in self.values.items():
             low = [w.lower() for w in wanted]
             if key == "status":

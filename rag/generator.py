@@ -1,4 +1,4 @@
-"""Text generators: a ``stream(messages) -> Iterator[str]`` seam (STYLE.md 1).
+"""Text generators: a ``stream(messages) -> Iterator[str]`` seam (ARCHITECTURE.md, Seams).
 
 :class:`LlamaCppGenerator` runs a local GGUF in-process through llama-cpp-python (the bundled
 SmolLM2-135M-Instruct by default). A llama.cpp context is not thread-safe, so one generator holds
@@ -41,10 +41,13 @@ import tempfile
 import threading
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator, Protocol, Sequence, runtime_checkable
+from typing import TYPE_CHECKING, Iterator, Protocol, Sequence, runtime_checkable
 
 from rag import offline
 from rag.errors import BackendUnavailableError, GrammarError, ModelLoadError
+
+if TYPE_CHECKING:
+    from rag.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -266,7 +269,7 @@ def requantize_gguf(source: str | Path, cache_dir: str | Path, qtype: str = "Q4_
     return out
 
 
-def bundled_model(settings) -> tuple[Path, str]:
+def bundled_model(settings: Settings) -> tuple[Path, str]:
     """The bundled GGUF to load and the name to show for it.
 
     With ``settings.requantize`` set (default ``"Q4_0"``) and different from the shipped type, the
@@ -777,7 +780,7 @@ def _error_text(body: str) -> str:
     return text[:300] + ("..." if len(text) > 300 else "")
 
 
-def make_generator(settings) -> Generator:
+def make_generator(settings: Settings) -> Generator:
     """The generator the settings ask for: an LLM server when ``llm_url`` is set, else the GGUF at
     ``settings.model``, else the bundled SmolLM2 re-quantised to ``settings.requantize`` (see
     :func:`bundled_model`; this may take a second, once per ``settings.home``).

@@ -70,14 +70,17 @@ import re
 import threading
 import weakref
 from dataclasses import dataclass
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
-from index.text import normalise, split_sentences
 from rag import citations as cit
 from rag.lexical import query_terms
+from rag.text import normalise, split_sentences
 from rag.types import AnswerSentence, Citation, Hit
+
+if TYPE_CHECKING:
+    from rag.embedder import Embedder
 
 #: Weight of the cosine similarity in the support score (the rest is lexical overlap).
 COS_WEIGHT = 0.5
@@ -136,7 +139,7 @@ _CACHE_LOCK = threading.Lock()
 _CACHE_MAX = 20_000
 
 
-def embed_cached(embedder, texts: Sequence[str]) -> np.ndarray:
+def embed_cached(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
     """``embedder.embed(texts)`` with vectors cached per embedder instance (texts embedded once).
 
     Shape (len(texts), dim), float32, L2-normalised like the embedder's output.
@@ -218,7 +221,7 @@ def _key(sentence: str) -> str:
     return re.sub(r"\W+", " ", _claim(sentence)).strip().lower()
 
 
-def support_matrix(sentences: Sequence[str], hits: Sequence[Hit], embedder) -> Support:
+def support_matrix(sentences: Sequence[str], hits: Sequence[Hit], embedder: Embedder) -> Support:
     """Support of each answer sentence by each hit (see the module docstring for the formula)."""
     psents = [paper_sentences(h.paper) or [h.paper.title or h.id] for h in hits]
     flat = [s for ss in psents for s in ss]
@@ -249,8 +252,8 @@ def _with_marker(sentence: str, n: int) -> str:
     return f"{bare[:m.start()].rstrip()} [{n}]{m.group(1)}" if m else f"{bare} [{n}]"
 
 
-def ground(text: str, hits: Sequence[Hit], embedder, *, threshold: float = CALIBRATED_THRESHOLD
-           ) -> Grounded:
+def ground(text: str, hits: Sequence[Hit], embedder: Embedder, *,
+           threshold: float = CALIBRATED_THRESHOLD) -> Grounded:
     """Check an answer against ``hits`` (its markers number them from 1).
 
     Drops invalid markers, lines without a word and sentences repeated word for word; scores each

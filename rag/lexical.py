@@ -18,9 +18,12 @@ import shutil
 import unicodedata
 from functools import lru_cache
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
+
+if TYPE_CHECKING:
+    import bm25s
 
 IDS_FILE = "paper_ids.json"
 PARAMS_FILE = "params.index.json"  # written by bm25s.BM25.save
@@ -108,7 +111,7 @@ class LexicalIndex:
     BM25 (Lucene variant, :data:`K1`, :data:`B`), 0 for papers sharing no term with the query.
     """
 
-    def __init__(self, retriever, ids: list[str]):
+    def __init__(self, retriever: bm25s.BM25, ids: list[str]):
         self._retriever = retriever
         self.ids = ids
         self.row = {pid: i for i, pid in enumerate(ids)}

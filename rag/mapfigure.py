@@ -11,7 +11,7 @@ The map (:func:`map_figure`):
 
 - one WebGL point (``go.Scattergl``) per paper that is both in the layout and in ``papers``,
   one trace per colour: a primary area, or a decision (:data:`DECISIONS`, from
-  :func:`index.build.status_tier`);
+  :func:`rag.types.status_tier`);
 - papers that do not pass ``filters`` (:meth:`rag.filters.Filters.matches`) are **dimmed, not
   hidden**: they move to one grey trace drawn underneath (:data:`DIMMED_ROLE`), so the filtered
   papers stay in their place among the rest of the conference;
@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rag.types import Paper
+from rag.types import Paper, is_accepted, status_tier
 
 if TYPE_CHECKING:  # pragma: no cover
     import plotly.graph_objects as go
@@ -97,8 +97,6 @@ def esc(text: Any) -> str:
 def decision(paper: Paper) -> str:
     """The paper's decision as the map colours it: oral, spotlight, poster, accepted (accepted
     without a tier), rejected, withdrawn or other (unknown, workshop)."""
-    from index.build import status_tier
-
     tier = status_tier(paper.status or "")
     return {"oral": "oral", "spotlight": "spotlight", "poster": "poster", "accept": "accepted",
             "reject": "rejected", "withdrawn": "withdrawn"}.get(tier, "other")
@@ -403,7 +401,7 @@ def rating_histogram(papers: Mapping[str, Paper] | Iterable[Paper], *,
 @dataclass
 class AreaRow:
     """One primary area. ``accepted`` counts papers whose status is an acceptance
-    (:func:`index.build.is_accepted`) among all ``papers`` listed in the area (withdrawn and
+    (:func:`rag.types.is_accepted`) among all ``papers`` listed in the area (withdrawn and
     rejected included); ``mean_rating`` is the mean of the ``rated`` papers' mean ratings (each
     paper weighs the same); ``q1``/``q3`` the quartiles of those means (linear interpolation,
     as ``numpy.percentile``); all three None when no paper of the area is rated."""
@@ -422,8 +420,6 @@ class AreaRow:
 
 
 def _row(area: str, plist: list[Paper]) -> AreaRow:
-    from index.build import is_accepted
-
     means = np.array([m for p in plist if (m := mean_rating(p)) is not None], dtype=float)
     stats: tuple[float | None, ...] = (None, None, None)
     if len(means):

@@ -1,4 +1,4 @@
-"""Build the real backends once from settings (STYLE.md 4): used by the CLI and the UI."""
+"""Build the real backends once from settings (ARCHITECTURE.md, habit 4): used by the CLI and the UI."""
 
 from __future__ import annotations
 
@@ -10,15 +10,21 @@ import threading
 import time
 import weakref
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from index import manifest
+from rag.paths import IndexPaths
 from rag.settings import DEFAULT_INDEX, SEED_CORPUS, Settings
+
+if TYPE_CHECKING:
+    from rag.embedder import Embedder
+    from rag.generator import Generator
+    from rag.seams import Retriever
 
 log = logging.getLogger(__name__)
 
 
-def ensure_index(settings: Settings, embedder, name: str | None = None,
+def ensure_index(settings: Settings, embedder: Embedder, name: str | None = None,
                  log: Callable[[str], None] = lambda m: print(m, file=sys.stderr)) -> None:
     """Build the default index from the bundled corpus if it does not exist yet.
 
@@ -26,7 +32,8 @@ def ensure_index(settings: Settings, embedder, name: str | None = None,
         IndexNotFoundError: ``name`` is another index that does not exist (with the command that
             builds it).
     """
-    from index.build import build_index, delete_index, index_exists
+    from index.build import build_index, delete_index
+    from index.reader import index_exists
     from rag.errors import IndexNotFoundError
 
     name = name or settings.index
@@ -97,7 +104,8 @@ class Pipeline:
     that check.
     """
 
-    def __init__(self, settings: Settings, *, embedder=None, generator=None, retriever=None):
+    def __init__(self, settings: Settings, *, embedder: Embedder | None = None,
+                 generator: Generator | None = None, retriever: Retriever | None = None):
         from rag.embedder import make_embedder
 
         self.settings = settings
@@ -145,7 +153,7 @@ class Pipeline:
     def _manifest_path(self) -> Path:
         if self._manifest is None:  # the index's name never changes: built once
             name = getattr(self._retriever, "name", None) or self.settings.index
-            self._manifest = self.settings.index_dir(name) / manifest.MANIFEST
+            self._manifest = IndexPaths(self.settings.index_dir(name)).manifest
         return self._manifest
 
     def _watch(self) -> tuple[tuple | None, tuple | None]:
@@ -154,7 +162,7 @@ class Pipeline:
         The stat key is the manifest's ``(mtime_ns, size, inode)``: every manifest write replaces
         the file, so any build changes it. The stamp is ``(catalog_fingerprint, inode of
         papers.sqlite)``: the fingerprint changes when a build added, changed or removed a paper
-        (:func:`index.build.catalog_fingerprint`), the inode when the index was deleted and built
+        (:func:`index.catalog.catalog_fingerprint`), the inode when the index was deleted and built
         again (``--rebuild``). A manifest without a fingerprint is a build in progress (the first
         build writes its fingerprint last) and gives stamp None.
         """
@@ -164,7 +172,7 @@ class Pipeline:
             key = (st.st_mtime_ns, st.st_size, st.st_ino)
             data = json.loads(path.read_text(encoding="utf-8"))
             fingerprint = data.get("catalog_fingerprint") if isinstance(data, dict) else None
-            catalog = os.stat(path.parent / "papers.sqlite").st_ino
+            catalog = os.stat(IndexPaths(path.parent).catalog).st_ino
         except (OSError, ValueError):
             return None, None
         return key, ((fingerprint, catalog) if fingerprint else None)
@@ -220,7 +228,8 @@ class Pipeline:
         name = getattr(old, "name", None) or self.settings.index
         try:
             if not self.settings.chroma_url:
-                self._dropped += _forget_embedded_chroma(self.settings.index_dir(name) / "chroma")
+                self._dropped += _forget_embedded_chroma(
+                    IndexPaths(self.settings.index_dir(name)).chroma)
             t0 = time.perf_counter()
             new = Retriever.open(self.settings, self.embedder, name)
         except Exception as exc:  # noqa: BLE001 - any failure: the old index still answers

@@ -1,4 +1,4 @@
-"""Prompt templates are files in ``prompts/`` (STYLE.md 6); variables are checked.
+"""Prompt templates are files in ``prompts/`` (ARCHITECTURE.md, habit 6); variables are checked.
 
 Templates use ``str.format`` fields (``{question}``). :func:`render` raises
 :class:`TemplateError` for a missing variable *and* for an unknown one, so a renamed variable

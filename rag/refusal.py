@@ -16,8 +16,12 @@ Two signals, both measured against the index itself rather than guessed:
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from rag.types import Hit
+
+if TYPE_CHECKING:
+    from rag.seams import Retriever
 
 #: Best-chunk cosine similarity below which no indexed paper is about the question.
 MIN_DENSE = 0.30
@@ -30,11 +34,11 @@ _NAME = re.compile(r"\b(?:[A-Z][a-z]+[A-Z][A-Za-z]*|[A-Z][a-z]{2,}(?:-[A-Z0-9][A
 _PROPER = re.compile(r"(?<![.?!:]\s)(?<!^)(?<=\s)[A-Z][a-z]{3,}\b")
 
 
-def unknown_names(question: str, retriever) -> list[str]:
+def unknown_names(question: str, retriever: Retriever) -> list[str]:
     """Names in ``question`` (see module doc) whose first word stem is absent from the index."""
     from rag.lexical import query_terms
 
-    vocab = retriever.lexical.vocabulary()
+    vocab = retriever.vocabulary()
     missing = []
     for name in _NAME.findall(question) + _PROPER.findall(question.strip()):
         head = re.split(r"[-\s]", name)[0]
@@ -62,7 +66,7 @@ def names_paper(question: str, hit: Hit) -> bool:
     return len(question_terms(question) & set(query_terms(paper.title))) >= 2
 
 
-def is_out_of_corpus(question: str, hits: list[Hit], retriever,
+def is_out_of_corpus(question: str, hits: list[Hit], retriever: Retriever,
                      top_dense: float | None = None) -> bool:
     """True when no hit is relevant enough to answer from (see the module doc).
 

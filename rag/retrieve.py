@@ -16,18 +16,25 @@ import time
 import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from index import manifest
-from index.build import index_exists, open_store
 from index.catalog import Catalog
-from index.text import normalise, split_sentences
+from index.reader import index_exists, lexical_from_catalog, open_catalog, open_store
 from rag.errors import IndexNotFoundError
 from rag.filters import Filters
 from rag.grounding import embed_cached
 from rag.lexical import LexicalIndex, query_terms
+from rag.paths import IndexPaths
+from rag.text import normalise, split_sentences
 from rag.types import Hit, Paper
+
+if TYPE_CHECKING:
+    from rag.embedder import Embedder
+    from rag.settings import Settings
+    from rag.store import ChromaStore
 
 
 log = logging.getLogger(__name__)
@@ -157,8 +164,6 @@ def _open_lexical(directory: Path, catalog: Catalog) -> LexicalIndex:
     from the catalog and saved over (kept in memory only when the index is read-only)."""
     if LexicalIndex.is_current(directory):
         return LexicalIndex.load(directory)
-    from index.build import lexical_from_catalog
-
     lexical = lexical_from_catalog(catalog)
     try:
         lexical.save(directory)
@@ -178,8 +183,8 @@ class Retriever:
         n_chunks: chunks per paper id (from the catalog), to fetch a paper's vectors by chunk id.
     """
 
-    def __init__(self, store, lexical: LexicalIndex, papers: dict[str, Paper], embedder, settings,
-                 name: str, n_chunks: dict[str, int]):
+    def __init__(self, store: ChromaStore, lexical: LexicalIndex, papers: dict[str, Paper],
+                 embedder: Embedder, settings: Settings, name: str, n_chunks: dict[str, int]):
         self.store = store
         self.n_chunks = n_chunks
         self.lexical = lexical
@@ -192,7 +197,7 @@ class Retriever:
         self._area_names: list[str] | None = None
 
     @classmethod
-    def open(cls, settings, embedder, name: str | None = None) -> "Retriever":
+    def open(cls, settings: Settings, embedder: Embedder, name: str | None = None) -> "Retriever":
         """Open index ``name`` (default ``settings.index``).
 
         Raises:
@@ -215,8 +220,8 @@ class Retriever:
                                                      getattr(embedder, "variant", None)),
                        name, keys=manifest.QUERY_KEYS)
         store = open_store(index_dir, settings, name, create=False)
-        catalog = Catalog(index_dir / "papers.sqlite")
-        lexical = _open_lexical(index_dir / "bm25", catalog)
+        catalog = open_catalog(index_dir)
+        lexical = _open_lexical(IndexPaths(index_dir).bm25, catalog)
         papers = {p.id: p for p, _ in catalog.papers()}
         return cls(store, lexical, papers, embedder, settings, name, catalog.chunk_counts())
 
@@ -272,12 +277,17 @@ class Retriever:
         return Ranking(ids, [float(scores[self.lexical.row[i]]) for i in ids])
 
     def search_texts(self) -> dict[str, str]:
-        """Each paper's normalised BM25 text (title, keywords, abstract; :func:`index.build.
-        search_text`), read once from the catalog (about 30 MB for 20k papers)."""
+        """Each paper's normalised BM25 text (title, keywords, abstract, as the build stored it
+        in the catalog's ``search_text``), read once from the catalog (about 30 MB for 20k
+        papers)."""
         if getattr(self, "_search_texts", None) is None:
-            catalog = Catalog(self.settings.index_dir(self.name) / "papers.sqlite")
+            catalog = open_catalog(self.settings.index_dir(self.name))
             self._search_texts = {p.id: text for p, text in catalog.papers() if p.id in self.papers}
         return self._search_texts
+
+    def vocabulary(self) -> set[str]:
+        """Every stemmed BM25 term of the indexed papers (of :attr:`lexical`)."""
+        return self.lexical.vocabulary()
 
     def area_names(self) -> list[str]:
         """The distinct primary areas of the indexed papers, sorted (computed once)."""

@@ -1,4 +1,4 @@
-"""The one settings object (STYLE.md 5).
+"""The one settings object (ARCHITECTURE.md, habit 5).
 
 Every field can be set from the environment with the ``PAPERCHAT_`` prefix (``PAPERCHAT_HOME``,
 ``PAPERCHAT_MODEL``, ``PAPERCHAT_K`` ...). The CLI and the UI build one :class:`Settings` and pass
@@ -21,7 +21,7 @@ DEFAULT_INDEX = "default"
 #: The bundled corpus: 19 accepted ICLR 2026 papers (the owner's list).
 SEED_CORPUS = Path(__file__).resolve().parent.parent / "data" / "seed_papers.jsonl"
 
-#: The prompt templates (STYLE.md 6).
+#: The prompt templates (ARCHITECTURE.md, habit 6).
 PROMPTS_DIR = Path(__file__).resolve().parent.parent / "prompts"
 
 

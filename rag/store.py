@@ -1,4 +1,5 @@
-"""The vector store: a thin wrapper over one Chroma collection of chunks (STYLE.md 1).
+"""The vector store: a thin wrapper over one Chroma collection of chunks that owns the
+collection's whole lifecycle (ARCHITECTURE.md, Seams and habit 14).
 
 Embedded (``chromadb.PersistentClient`` under the index directory) by default, or a Chroma server
 (``chromadb.HttpClient``) when ``settings.chroma_url`` is set. In server mode only the chunks live
@@ -11,6 +12,12 @@ client, a ``GET /api/v2/heartbeat`` with :data:`CONNECT_TIMEOUT_S` checks the se
 client's session gets :data:`CONNECT_TIMEOUT_S` to connect and ``timeout_s`` (default
 :data:`REQUEST_TIMEOUT_S`) per request. A server that is down, hung, or goes away mid-session
 raises :class:`BackendUnavailableError` within those bounds, never a hang or a raw httpx error.
+
+The store owns the collection's lifecycle: opening or creating it, writing, updating metadata,
+deleting papers, paging through it (:meth:`ChromaStore.pages`) and dropping it all go through
+:class:`ChromaStore`'s methods; no other module reaches its Chroma client or collection. The
+directory and collection name of an index come from :mod:`rag.paths` (opened by
+:mod:`index.reader`).
 
 The collection uses cosine space,
 so Chroma's distance ``d`` is ``1 - cosine similarity``; :meth:`ChromaStore.query` returns the
@@ -30,13 +37,13 @@ from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from index.chunking import chunk_id, paper_of
 from rag import offline
 from rag.errors import BackendUnavailableError, IndexNotFoundError
+from rag.paths import EMBEDDED_COLLECTION as COLLECTION
+from rag.types import chunk_id, paper_of
 
 log = logging.getLogger(__name__)
 
-COLLECTION = "chunks"
 #: Seconds to open a connection to a Chroma server (and for the startup heartbeat).
 CONNECT_TIMEOUT_S = 5.0
 #: Seconds one request to a Chroma server may take (a 5,000-chunk upsert takes ~1 s here).
@@ -186,6 +193,7 @@ class ChromaStore:
                  timeout_s: float = REQUEST_TIMEOUT_S):
         self._url = url
         self._timeout_s = timeout_s
+        self._collection = collection
         self._client = _client(path, url, timeout_s)
         if create:
             with self._guarded():
@@ -252,8 +260,38 @@ class ChromaStore:
             with self._guarded():
                 self._col.delete(where={"paper_id": {"$in": ids[i:i + 500]}})
 
-    def _pages(self, include: list[str], page: int = 5000) -> Iterator[dict[str, Any]]:
-        """The whole collection, ``page`` chunks per ``get`` (ids plus ``include``)."""
+    def paper_chunk_ids(self, paper_ids: Sequence[str]) -> list[str]:
+        """Ids of every stored chunk of the given papers (one ``get`` on the ``paper_id``
+        metadata; in no particular order)."""
+        with self._guarded():
+            return list(self._col.get(where={"paper_id": {"$in": list(paper_ids)}},
+                                      include=[])["ids"])
+
+    def update_metadata(self, ids: Sequence[str], metadatas: Sequence[dict[str, Any]]) -> None:
+        """Replace metadata keys of stored chunks (vectors and texts unchanged). Chroma merges
+        the new metadata into the old: a key given as None is deleted."""
+        if len(ids):
+            with self._guarded():
+                self._col.update(ids=list(ids), metadatas=list(metadatas))
+
+    def drop(self) -> None:
+        """Delete this store's collection and every chunk in it. An embedded store's Chroma
+        systems are then forgotten (chromadb caches one per path in-process and would otherwise
+        keep serving the deleted collection). The store is unusable afterwards."""
+        with self._guarded():
+            self._client.delete_collection(self._collection)
+        if not self._url:
+            try:
+                from chromadb.api.client import SharedSystemClient
+
+                SharedSystemClient.clear_system_cache()
+            except ImportError:  # pragma: no cover - older chromadb
+                pass
+
+    def pages(self, include: list[str], page: int = 5000) -> Iterator[dict[str, Any]]:
+        """The whole collection, ``page`` chunks per ``get``: dicts with ``ids`` plus the
+        ``include`` fields (``embeddings``, ``documents``, ``metadatas``), as Chroma returns
+        them; the last page may be empty."""
         offset = 0
         while True:
             with self._guarded():
@@ -266,7 +304,7 @@ class ChromaStore:
     def chunk_counts(self) -> dict[str, int]:
         """Chunks stored per paper id (reads metadata only)."""
         counts: dict[str, int] = {}
-        for got in self._pages(["metadatas"]):
+        for got in self.pages(["metadatas"]):
             for m in got["metadatas"] or []:
                 pid = m["paper_id"]
                 counts[pid] = counts.get(pid, 0) + 1
@@ -290,7 +328,7 @@ class ChromaStore:
         """Every chunk id and vector, shape (n_chunks, dim) float32 (for exact-search checks)."""
         ids: list[str] = []
         rows: list[np.ndarray] = []
-        for got in self._pages(["embeddings"]):
+        for got in self.pages(["embeddings"]):
             ids += got["ids"]
             if len(got["ids"]):
                 rows.append(np.asarray(got["embeddings"], dtype=np.float32))

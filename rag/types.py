@@ -1,6 +1,8 @@
-"""The records that flow through paperchat: papers, chunks, hits, citations and answers.
+"""The records that flow through paperchat: papers, chunks, hits, citations and answers; chunk
+ids (:func:`chunk_id`, :func:`paper_of`, :func:`chunk_number`) and decision tiers of a status
+(:func:`status_tier`, :func:`is_accepted`). Imports nothing of the project's.
 
-All are plain dataclasses (STYLE.md 10): no behaviour beyond small helpers, safe to pickle and to
+All are plain dataclasses (ARCHITECTURE.md, habit 10): no behaviour beyond small helpers, safe to pickle and to
 turn into JSON with :func:`dataclasses.asdict`.
 """
 
@@ -14,7 +16,7 @@ class Paper:
     """One paper of a conference list, as loaded from any supported format.
 
     ``title`` and ``abstract`` are kept exactly as supplied (LaTeX, markdown and all) for display;
-    :mod:`index.text` derives the normalised text used for embedding and BM25.
+    :mod:`rag.text` derives the normalised text used for embedding and BM25.
     ``year`` is an int or None; list fields are never None (empty list instead).
     ``ratings`` are the reviewers' overall scores, one per review, on the conference's scale
     (ICLR: 0-10, higher is better); ``confidences`` the reviewers' self-reported confidence, one per
@@ -75,6 +77,22 @@ class Paper:
         return f"rating {r['mean']} · {r['n']} reviews, {num(r['min'])}–{num(r['max'])}"
 
 
+def status_tier(status: str) -> str:
+    """Normalised decision of a status string: oral, spotlight, poster, accept, reject,
+    withdrawn, workshop or '' (unknown). ICLR 2026 says 'Accept (Oral)', 2018 says 'Oral'."""
+    s = status.lower()
+    if "not accepted" in s:  # "Not accepted (Reject, or withdrawn after 2025-11-22)"
+        return "reject"
+    for tier in ("oral", "spotlight", "poster", "workshop", "withdraw", "reject"):
+        if tier in s:
+            return "withdrawn" if tier == "withdraw" else tier
+    return "accept" if "accept" in s else ""
+
+
+def is_accepted(status: str) -> bool:
+    return status_tier(status) in ("oral", "spotlight", "poster", "accept")
+
+
 @dataclass
 class Chunk:
     """A window of a paper's text as embedded and stored in Chroma.
@@ -90,6 +108,21 @@ class Chunk:
     n: int
     text: str
     n_tokens: int
+
+
+def chunk_id(paper_id: str, n: int) -> str:
+    """Id of chunk ``n`` (from 0) of a paper: ``<paper id>#<n>``."""
+    return f"{paper_id}#{n}"
+
+
+def paper_of(chunk: str) -> str:
+    """Paper id of a chunk id (the part before the last ``#``; paper ids may contain ``#``)."""
+    return chunk.rsplit("#", 1)[0]
+
+
+def chunk_number(chunk: str) -> int:
+    """Number ``n`` of a chunk id (the part after the last ``#``)."""
+    return int(chunk.rsplit("#", 1)[1])
 
 
 @dataclass

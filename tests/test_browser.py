@@ -307,7 +307,7 @@ def seed_server(tmp_path_factory):
 def rfthgs_abstract() -> str:
     import json
 
-    from index.text import normalise
+    from rag.text import normalise
 
     for line in (ROOT / "data" / "seed_papers.jsonl").open(encoding="utf-8"):
         if line.strip():

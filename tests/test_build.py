@@ -22,9 +22,10 @@ import numpy as np
 import pytest
 
 from index import manifest
-from index.build import PAPERS_PER_STEP, build_index, open_store, search_text
+from index.build import PAPERS_PER_STEP, build_index, search_text
 from index.catalog import Catalog
 from index.chunking import chunk_paper
+from index.reader import open_store
 from index.sources import LoadResult, load_papers
 from rag.errors import IndexLockedError, IndexMismatchError, SourceFormatError
 from rag.lexical import LexicalIndex

@@ -6,7 +6,8 @@ import pytest
 
 from rag import compare
 from rag.answer import DoneEvent, TokenEvent, answer, answer_stream
-from rag.compare import EMPTY, ROWS, build_comparison, classify, synthesis_messages, to_markdown
+from rag.compare import ROWS, build_comparison, classify, synthesis_messages
+from rag.rendering import EMPTY, to_markdown
 from rag.types import Hit, Paper
 
 # Each abstract has one sentence per row; the row it belongs to is in the comment.

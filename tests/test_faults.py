@@ -348,8 +348,8 @@ def test_chroma_gone_or_hung_mid_session(chroma_server, settings, fake_embedder)
 
 # --- PAPERCHAT_HOME unwritable or full ------------------------------------------------------------
 def _counts(settings):
-    from index.build import open_store
     from index.catalog import Catalog
+    from index.reader import open_store
 
     d = settings.index_dir("default")
     return (Catalog(d / "papers.sqlite").count(),
@@ -516,8 +516,8 @@ def test_second_index_run_refuses_while_the_first_writes(tmp_path):
         if first.poll() is None:
             first.kill()
             first.wait()
-    from index.build import open_store
     from index.catalog import Catalog
+    from index.reader import open_store
     from rag.settings import Settings
 
     settings = Settings(home=tmp_path / "home")

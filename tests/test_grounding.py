@@ -196,7 +196,7 @@ def test_calibration_on_real_abstracts(real_embedder):
     title (among 1,500), both scored against the paper."""
     import random
 
-    from index.text import normalise, split_sentences
+    from rag.text import normalise, split_sentences
     from tests.conftest import SHARED_DATA
 
     path = SHARED_DATA / "iclr2026_accepted.jsonl"

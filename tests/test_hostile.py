@@ -51,8 +51,8 @@ def hindex(tmp_path_factory):
 
 
 def _counts(settings, name):
-    from index.build import open_store
     from index.catalog import Catalog
+    from index.reader import open_store
 
     d = settings.index_dir(name)
     return (Catalog(d / "papers.sqlite").count(),
@@ -131,7 +131,7 @@ def test_hostile_questions(hindex, case, question, expected):
     elif expected == "refused":
         assert ans.refused and gen.history == []
     # whatever the outcome: clean text, JSON-able, citations only to retrieved papers
-    from rag.cli import answer_json
+    from rag.rendering import answer_json
 
     json.dumps(answer_json(ans), ensure_ascii=False).encode("utf-8")
     assert not any(unicodedata.category(ch) in ("Cc", "Cs", "Cf") and ch not in "\n\t"
@@ -620,8 +620,8 @@ def test_anonymous_uploads_are_refused(served):
 
 
 def test_a_paper_with_a_thousand_chunks_does_not_crowd_out_the_dense_side(corpus_index):
-    from index.text import normalise
     from rag.retrieve import MIN_DENSE_PAPERS
+    from rag.text import normalise
 
     _, retriever, _, _, _ = corpus_index
     qv = retriever.embedder.embed([normalise("We decompose tensor number 7 with a sketch.")])[0]

@@ -54,7 +54,7 @@ def test_every_seed_paper_is_indexed_within_the_embedder_window(real_index):
 
 def test_ask_json_cvrp_question(real_home):
     """`paperchat ask --json` end to end in a fresh process: builds the default index on first
-    use, answers with the bundled GGUF and returns the DESIGN.md JSON contract."""
+    use, answers with the bundled GGUF and returns the JSON contract of ARCHITECTURE.md."""
     env = {**os.environ, "PAPERCHAT_HOME": str(real_home / "cli_home")}
     proc = subprocess.run(
         [sys.executable, "-m", "rag", "ask", "--json",

@@ -17,9 +17,10 @@ import pytest
 
 from index import layout as lay
 from index import manifest
-from index.build import build_index, catalog_fingerprint, open_store
-from index.catalog import Catalog
+from index.build import build_index
+from index.catalog import Catalog, catalog_fingerprint
 from index.layout import Label, Layout, ensure_layout, knn_preservation, load_layout, save_layout
+from index.reader import open_store
 from index.sources import LoadResult, load_papers
 from rag.types import Paper
 from tests.conftest import SEED

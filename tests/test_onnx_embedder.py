@@ -92,8 +92,8 @@ def _real_chunks(n: int) -> list[str]:
     """Chunk texts of real abstracts (ICLR 2026 accepted list when present, else the seed)."""
     from index.chunking import chunk_paper
     from index.sources import load_papers
-    from index.text import normalise
     from rag.offline import bundled_embedder_dir
+    from rag.text import normalise
     from transformers import PreTrainedTokenizerFast
 
     tok = PreTrainedTokenizerFast.from_pretrained(str(bundled_embedder_dir()), local_files_only=True)

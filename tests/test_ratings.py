@@ -450,7 +450,7 @@ def test_terminal_references_show_the_rating():
 
 
 def test_answer_json_hits_carry_the_rating():
-    from rag.cli import answer_json
+    from rag.rendering import answer_json
 
     papers = [Paper("a", "First", "A.", ratings=[4, 6, 6, 8], confidences=[3, 3, 3, 3]),
               Paper("b", "Second", "B.", ratings=[5, 6, 6]),
@@ -496,7 +496,7 @@ def real_rated(tmp_path, monkeypatch, real_embedder):
 
 
 def _chunk_metas(settings, name="rated"):
-    from index.build import open_store
+    from index.reader import open_store
 
     store = open_store(settings.index_dir(name), settings, name, create=False)
     return store._col.get(include=["metadatas"])["metadatas"]

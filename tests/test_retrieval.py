@@ -32,7 +32,7 @@ def test_search_returns_k_hits_best_first_with_evidence(fake_index):
     assert [h.id for h in res.hits][0] == "aITKXFeivk"
     assert res.hits[0].score >= res.hits[1].score >= res.hits[2].score
     assert res.hits[0].evidence and all(isinstance(s, str) for s in res.hits[0].evidence)
-    from index.text import normalise, split_sentences
+    from rag.text import normalise, split_sentences
 
     assert res.hits[0].evidence[0] in split_sentences(normalise(res.hits[0].paper.abstract))
 
@@ -320,7 +320,7 @@ def test_a_bm25_index_built_with_other_parameters_is_rebuilt(fake_index, fake_em
 def test_paper_vectors_by_chunk_id_equal_those_found_by_metadata(fake_index):
     import numpy as np
 
-    from index.chunking import chunk_id, paper_of
+    from rag.types import chunk_id, paper_of
 
     _, retriever = fake_index
     ids = list(retriever.papers)[:6] + ["no-such-paper"]
@@ -350,7 +350,7 @@ def test_dense_matches_name_their_paper_without_metadata(fake_index):
 
 
 def test_collections_search_with_a_wide_hnsw_candidate_list_old_ones_too(fake_index):
-    from index.build import open_store
+    from index.reader import open_store
     from rag.store import EF_SEARCH
 
     settings, retriever = fake_index

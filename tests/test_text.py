@@ -10,7 +10,7 @@ import time
 import pytest
 
 from index.chunking import chunk_paper
-from index.text import normalise, split_sentences
+from rag.text import normalise, split_sentences
 from tests.conftest import ROOT, SHARED_DATA, FakeEmbedder
 
 
@@ -164,7 +164,7 @@ def test_split_sentences_keeps_every_character_of_every_accepted_abstract():
 
 
 def test_sentencex_is_imported_only_when_splitting():
-    code = ("import sys; import index.text as t; assert 'sentencex' not in sys.modules; "
+    code = ("import sys; import rag.text as t; assert 'sentencex' not in sys.modules; "
             "t.split_sentences('A. B.'); assert 'sentencex' in sys.modules")
     subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True)
 

@@ -47,7 +47,7 @@ import threading
 import time
 import weakref
 from pathlib import Path
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
 from rag import offline
 
@@ -58,6 +58,10 @@ import gradio as gr  # noqa: E402
 from rag.answer import MODES  # noqa: E402
 from rag.errors import PaperchatError  # noqa: E402
 from ui import render  # noqa: E402
+
+if TYPE_CHECKING:
+    from rag.seams import Retriever
+    from rag.settings import Settings
 
 LOG = logging.getLogger("paperchat.ui")
 
@@ -181,16 +185,17 @@ def without_filter(chip: str, applied, status: str | None, area: str | None,
     return status, area, drops
 
 
-def area_choices(retriever) -> list[tuple[str, str]]:
+def area_choices(retriever: Retriever) -> list[tuple[str, str]]:
     """``("Any primary area", "any")`` then each primary area of the index with its paper count,
     most common first (from the index catalog; counted from ``retriever.papers`` if it has none)."""
     counts: list[tuple[str, int]] = []
     try:
-        from index.catalog import Catalog
+        from index.reader import open_catalog
+        from rag.paths import IndexPaths
 
-        path = retriever.settings.index_dir(retriever.name) / "papers.sqlite"
-        if path.exists():
-            counts = Catalog(path).facet_values("primary_area")
+        index_dir = retriever.settings.index_dir(retriever.name)
+        if IndexPaths(index_dir).catalog.exists():
+            counts = open_catalog(index_dir).facet_values("primary_area")
     except Exception:  # noqa: BLE001 - a missing catalog only loses the counts' source
         LOG.debug("no catalog for facets", exc_info=True)
     if not counts:
@@ -347,12 +352,12 @@ class ChatApp:
         return {k: str(v) for k, v in paths.items()} | {"cited_text": cited}
 
     # -- the Map view ----------------------------------------------------------------------------
-    def cached_layout(self, retriever):
+    def cached_layout(self, retriever: Retriever):
         """The layout already loaded for ``retriever``, or None (nothing is read or computed)."""
         cached = self._layout
         return cached[1] if cached is not None and cached[0]() is retriever else None
 
-    def layout_for(self, retriever):
+    def layout_for(self, retriever: Retriever):
         """The map layout of ``retriever``'s index (:func:`index.layout.ensure_layout`: loaded,
         or computed and saved the first time), kept for as long as
         :meth:`rag.pipeline.Pipeline.current_retriever` gives the same retriever; a reopened
@@ -528,8 +533,8 @@ class ChatApp:
         included), plus ``markdown`` (the answer and its references, as the conversation export
         writes them). ``drop_filters``: filters read from the question's words not to apply
         (strings as in ``filters_applied``)."""
-        from rag.cli import answer_json
         from rag.export import conversation_markdown
+        from rag.rendering import answer_json
 
         final = None
         for part in self.stream(question, status, area, [], [], mode=answer_mode or "auto",
@@ -838,7 +843,8 @@ def _say_index_reloads() -> None:
     logger.setLevel(logging.INFO)
 
 
-def serve(settings, host: str = "127.0.0.1", port: int = 7860, auth: str | None = None) -> int:
+def serve(settings: Settings, host: str = "127.0.0.1", port: int = 7860,
+          auth: str | None = None) -> int:
     """``paperchat serve``: load the index and model, then serve until Ctrl-C. Returns 0.
 
     Raises:

@@ -17,6 +17,7 @@ from typing import Sequence
 from urllib.parse import quote, urlsplit
 
 from rag import citations as cit
+from rag.rendering import answer_layout, to_markdown, unsupported_sentences
 from rag.types import Answer, AnswerSentence, Citation, Hit, Paper
 
 #: Math the chatbot renders with KaTeX: ``$$...$$`` (display) and ``$...$`` (inline).
@@ -59,7 +60,7 @@ def card_html(n: int, hit: Hit, citation: Citation | None = None) -> str:
     The supporting sentence (the citation's evidence unless that is the paper's title, else the
     best evidence sentence) carries class ``pc-support``, highlighted when the card is the URL's ``:target``.
     """
-    from index.text import normalise
+    from rag.text import normalise
 
     paper = hit.paper
     cited = citation.evidence if citation and citation.evidence else ""
@@ -241,13 +242,6 @@ def _item_html(s: AnswerSentence, hits: Sequence[Hit]) -> str:
     return f'<li><span class="pc-item-title">{link_markers(_text(text), hits)}</span></li>'
 
 
-def unsupported_sentences(answer: Answer) -> list[AnswerSentence]:
-    """What a model wrote that the cited abstracts do not support: :attr:`Answer.unsupported`
-    and any written sentence (``claim``) of the body the final check did not support."""
-    return list(answer.unsupported) + [s for s in answer.sentences
-                                       if s.kind == "claim" and not s.supported]
-
-
 def _unsupported_html(sentences: Sequence[AnswerSentence], hits: Sequence[Hit],
                       threshold: float) -> str:
     items = []
@@ -277,41 +271,30 @@ def answer_blocks(answer: Answer) -> list[str]:
     """The answer body's blocks, from its sentences by kind: the direct line (a paragraph), the
     comparison table (from :attr:`Answer.comparison`, right after the direct line), quotes as
     ``blockquote.pc-quote``, items as one list, headings and notes as paragraphs, the model's
-    supported sentences as one paragraph. Unsupported sentences are not among them."""
-    from rag.compare import to_markdown
-
+    supported sentences as one paragraph. Unsupported sentences are not among them. The order
+    and grouping are :func:`rag.rendering.answer_layout`'s."""
     hits = answer.hits
-    shown = [s for s in answer.sentences if not (s.kind == "claim" and not s.supported)]
-    table = (link_markers(_text(to_markdown(answer.comparison)), hits)
-             if answer.comparison else "")
-    blocks: list[str] = []
-    kinds: list[str] = []
 
-    def add(kind: str, block: str) -> None:
-        if kind in ("item", "claim") and kinds and kinds[-1] == kind:
-            blocks[-1] = (blocks[-1][:-len("</ul>")] + block + "</ul>" if kind == "item"
-                          else blocks[-1] + " " + block)
-        else:
-            blocks.append(f'<ul class="pc-items">{block}</ul>' if kind == "item" else block)
-            kinds.append(kind)
-
-    if table and not any(s.kind == "direct" for s in shown):
-        add("table", table)
-    for s in shown:
+    def html_of(s: AnswerSentence) -> str:
         if s.kind == "quote":
-            add("quote", _quote_html(s, hits))
-        elif s.kind == "item":
-            add("item", _item_html(s, hits))
-        elif s.kind == "heading":
-            add("heading", f'<p class="pc-heading">{link_markers(_text(_flat(s.text)), hits)}</p>')
-        elif s.kind == "note":
-            add("note", f'<p class="pc-note-line">{link_markers(_text(_flat(s.text)), hits)}</p>')
-        elif s.kind == "claim":
-            add("claim", link_markers(_text(_flat(s.text)), hits))
-        else:  # direct, metadata: a paragraph of Markdown text, as the stream showed it
-            add(s.kind, link_markers(_text(_flat(s.text)), hits))
-        if table and s.kind == "direct" and "table" not in kinds:
-            add("table", table)
+            return _quote_html(s, hits)
+        if s.kind == "item":
+            return _item_html(s, hits)
+        if s.kind == "heading":
+            return f'<p class="pc-heading">{link_markers(_text(_flat(s.text)), hits)}</p>'
+        if s.kind == "note":
+            return f'<p class="pc-note-line">{link_markers(_text(_flat(s.text)), hits)}</p>'
+        # claim, direct, metadata: a paragraph of Markdown text, as the stream showed it
+        return link_markers(_text(_flat(s.text)), hits)
+
+    blocks: list[str] = []
+    for kind, group in answer_layout(answer):
+        if kind == "table":
+            blocks.append(link_markers(_text(to_markdown(answer.comparison)), hits))
+        elif kind == "item":
+            blocks.append(f'<ul class="pc-items">{"".join(html_of(s) for s in group)}</ul>')
+        else:
+            blocks.append(" ".join(html_of(s) for s in group))
     return blocks
 
 

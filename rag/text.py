@@ -121,7 +121,7 @@ def _segmenter():
     try:
         from sentencex import segment
     except ImportError as e:  # pragma: no cover - a project dependency
-        raise ImportError("index.text.split_sentences needs the sentencex package: "
+        raise ImportError("rag.text.split_sentences needs the sentencex package: "
                           "run `make install` (or `pip install sentencex`)") from e
     return partial(segment, "en")
 

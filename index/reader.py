@@ -1,0 +1,45 @@
+"""Open an existing index for reading: its Chroma store, its catalog and its BM25 index.
+
+The query side (:mod:`rag.retrieve`, :mod:`rag.pipeline`, the UI, the map and the benchmarks)
+reads indexes through this module, never through :mod:`index.build`, which uses the same
+functions to write one. File names come from :mod:`rag.paths`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from index.catalog import Catalog
+from rag.lexical import LexicalIndex
+from rag.paths import IndexPaths, collection_name
+from rag.store import ChromaStore
+
+if TYPE_CHECKING:
+    from rag.settings import Settings
+
+
+def open_store(index_dir: Path, settings: Settings, name: str, *, create: bool,
+               metadata=None) -> ChromaStore:
+    """The Chroma collection of an index (embedded under ``index_dir/chroma``, or on the server)."""
+    return ChromaStore(IndexPaths(index_dir).chroma, url=settings.chroma_url,
+                       collection=collection_name(name, server=bool(settings.chroma_url)),
+                       create=create, metadata=metadata)
+
+
+def open_catalog(index_dir: Path) -> Catalog:
+    """The paper catalog of an index (``index_dir/papers.sqlite``; created empty when missing)."""
+    return Catalog(IndexPaths(index_dir).catalog)
+
+
+def index_exists(settings: Settings, name: str) -> bool:
+    """True when index ``name`` has a manifest and a BM25 index (a first build writes its
+    manifest at the start and its BM25 index near the end)."""
+    paths = IndexPaths(settings.index_dir(name))
+    return paths.manifest.exists() and paths.bm25.exists()
+
+
+def lexical_from_catalog(catalog: Catalog) -> LexicalIndex:
+    """A BM25 index over every paper of ``catalog`` (its stored search texts)."""
+    rows = list(catalog.papers())
+    return LexicalIndex.build([p.id for p, _ in rows], [t for _, t in rows])
