@@ -307,12 +307,18 @@ def _embed_papers(store: ChromaStore, catalog, papers: list[Paper], existing: di
 
     Writes keep the sequential order (one writer, steps in order, each step's chunks before its
     catalog rows), so a killed build resumes exactly as before (:mod:`index.catalog`).
+
+    Chunking uses its own copy of the embedder's tokenizer: a Hugging Face fast tokenizer keeps
+    its truncation setting as state that each call sets (the embedder truncates at 256 tokens,
+    chunking must not truncate), and the Rust encoder runs without the GIL, so one shared
+    tokenizer could cut an abstract being chunked while the embedder encodes.
     """
+    import copy
     from concurrent.futures import ThreadPoolExecutor
 
     from tqdm import tqdm
 
-    tokenizer = embedder.tokenizer
+    tokenizer = copy.deepcopy(embedder.tokenizer)
     steps = [papers[s:s + PAPERS_PER_STEP] for s in range(0, len(papers), PAPERS_PER_STEP)]
 
     def prepare(step: list[Paper]):

@@ -627,3 +627,27 @@ def test_stage_times_and_embedded_tokens_are_reported(settings, fake_embedder, s
     assert line.startswith("time by stage")
     for stage, seconds in summary.stages.items():  # stages under 0.05 s are left out
         assert (f"{stage} {seconds:.1f} s" in line) == (seconds >= 0.05), (stage, line)
+
+
+def test_chunking_never_shares_the_embedders_tokenizer_across_threads(settings, seed):
+    """A fast tokenizer's truncation is mutable state set by each call; chunking in the
+    pipeline's helper thread must use its own copy (index.build._embed_papers)."""
+    import threading
+
+    class Recording(FakeEmbedder):
+        def __init__(self):
+            super().__init__()
+            self.tokenizer = RecordingTokenizer()
+
+    class RecordingTokenizer(type(FakeEmbedder().tokenizer)):
+        def __init__(self):
+            self.threads: set[str] = set()
+
+        def __call__(self, text, **kw):
+            self.threads.add(threading.current_thread().name)
+            return super().__call__(text, **kw)
+
+    embedder = Recording()
+    summary = build(seed, settings, embedder)
+    assert summary.embedded == len(seed)
+    assert embedder.tokenizer.threads <= {threading.current_thread().name}
