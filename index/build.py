@@ -272,14 +272,11 @@ def _keep_recorded(recorded: dict, settings: Settings, embedder: Embedder, name:
             + f"); rebuild it (--rebuild) to use the settings' ("
             + ", ".join(f"{k} {getattr(settings, k)}" for k in chunking) + ")")
         settings = settings.model_copy(update=chunking)
-    variant = manifest.variant_of(recorded)
-    mine = getattr(embedder, "variant", None)
-    if (mine is not None and variant and variant != mine and hasattr(embedder, "with_variant")
-            and recorded.get("embed_backend") == settings.embed_backend):
-        log(f"index {name!r} keeps the {variant!r} embedder it was built with (new indexes on "
-            f"this CPU get {mine!r}; --rebuild to switch)")
-        embedder = embedder.with_variant(variant)
-    return settings, embedder
+    kept = manifest.embedder_for(recorded, settings, embedder)
+    if kept is not embedder:
+        log(f"index {name!r} keeps the {kept.variant!r} embedder it was built with (new indexes "
+            f"on this CPU get {embedder.variant!r}; --rebuild to switch)")
+    return settings, kept
 
 
 def _map_layout(index_dir: Path, store: ChromaStore, catalog: Catalog, fingerprint: str,

@@ -1,4 +1,5 @@
-"""How an index was built, recorded beside it (ARCHITECTURE.md, habit 8), and the check that settings match.
+"""How an index was built, recorded beside it (ARCHITECTURE.md, habit 8), and the check that
+settings match.
 
 ``manifest.json`` in the index directory holds the embedding model, its dimension, the embedding
 backend and its variant (the quantisation recipe, :data:`rag.onnx_embedder.VARIANTS`), the
@@ -25,16 +26,17 @@ from rag.paths import IndexPaths
 from rag.text import NORMALISER_VERSION
 
 if TYPE_CHECKING:
+    from rag.embedder import Embedder
     from rag.settings import Settings
 
 FORMAT_VERSION = 1
 #: Keys whose values must match between the index and the settings in use.
 BUILD_KEYS = ("format_version", "embedder", "dim", "embed_backend", "embed_variant",
               "chunk_tokens", "chunk_overlap", "normaliser_version")
-#: The build keys a query depends on (the query is embedded and normalised, never chunked).
-QUERY_KEYS = tuple(k for k in BUILD_KEYS if k not in ("chunk_tokens", "chunk_overlap"))
 #: Chunking keys: an existing index keeps its own when it is updated (index.build).
 CHUNK_KEYS = ("chunk_tokens", "chunk_overlap")
+#: The build keys a query depends on (the query is embedded and normalised, never chunked).
+QUERY_KEYS = tuple(k for k in BUILD_KEYS if k not in CHUNK_KEYS)
 #: The variant of indexes written before variants were recorded, by backend.
 _DEFAULT_VARIANT = {"onnx-int8": "int8", "onnx-fp32": "fp32", "torch": "fp32"}
 
@@ -57,6 +59,18 @@ def variant_of(recorded: dict[str, Any]) -> str | None:
     return recorded.get("embed_variant") or _DEFAULT_VARIANT.get(recorded.get("embed_backend"))
 
 
+def embedder_for(recorded: dict[str, Any], settings: Settings, embedder: Embedder) -> Embedder:
+    """``embedder`` with the variant index ``recorded`` was built with, when it has variants
+    (:meth:`rag.onnx_embedder.OnnxEmbedder.with_variant`) and the index used the same backend;
+    otherwise ``embedder`` itself (another backend is left for :func:`check` to refuse)."""
+    variant = variant_of(recorded)
+    mine = getattr(embedder, "variant", None)
+    if (mine is not None and variant and variant != mine and hasattr(embedder, "with_variant")
+            and recorded.get("embed_backend") == settings.embed_backend):
+        return embedder.with_variant(variant)
+    return embedder
+
+
 def read(index_dir: Path) -> dict[str, Any] | None:
     """The manifest of ``index_dir``, or None when there is none."""
     path = IndexPaths(index_dir).manifest
@@ -73,13 +87,21 @@ def write(index_dir: Path, data: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
-def check(recorded: dict[str, Any], wanted: dict[str, Any], name: str,
-          keys: tuple[str, ...] = BUILD_KEYS) -> None:
-    """Raise IndexMismatchError naming every differing key of ``keys`` and the rebuild command.
+def differences(recorded: dict[str, Any], wanted: dict[str, Any],
+                keys: tuple[str, ...] = BUILD_KEYS) -> list[str]:
+    """The keys of ``keys`` whose recorded value differs from ``wanted``'s, in ``keys`` order.
     A recorded manifest without ``embed_variant`` has its backend's default (:func:`variant_of`)."""
     recorded = {**recorded, "embed_variant": variant_of(recorded)}
-    diffs = [f"{k}: index has {recorded.get(k)!r}, settings say {wanted[k]!r}"
-             for k in keys if recorded.get(k) != wanted[k]]
+    return [k for k in keys if recorded.get(k) != wanted[k]]
+
+
+def check(recorded: dict[str, Any], wanted: dict[str, Any], name: str,
+          keys: tuple[str, ...] = BUILD_KEYS) -> None:
+    """Raise IndexMismatchError naming every key of ``keys`` that differs (:func:`differences`),
+    both values, and the rebuild command."""
+    shown = {**recorded, "embed_variant": variant_of(recorded)}
+    diffs = [f"{k}: index has {shown.get(k)!r}, settings say {wanted[k]!r}"
+             for k in differences(recorded, wanted, keys)]
     if diffs:
         raise IndexMismatchError(
             f"index {name!r} was built with other settings ({'; '.join(diffs)}). Rebuild it: "

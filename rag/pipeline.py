@@ -1,4 +1,5 @@
-"""Build the real backends once from settings (ARCHITECTURE.md, habit 4): used by the CLI and the UI."""
+"""Build the real backends once from settings (ARCHITECTURE.md, habit 4): used by the CLI and
+the UI."""
 
 from __future__ import annotations
 
@@ -40,8 +41,7 @@ def ensure_index(settings: Settings, embedder: Embedder, name: str | None = None
     if index_exists(settings, name):
         recorded = manifest.read(settings.index_dir(name)) or {}
         wanted = manifest.build_keys(settings, embedder.dim, getattr(embedder, "variant", None))
-        recorded = {**recorded, "embed_variant": manifest.variant_of(recorded)}
-        stale = [k for k in manifest.BUILD_KEYS if recorded.get(k) != wanted[k]]
+        stale = manifest.differences(recorded, wanted)
         if not stale or name != DEFAULT_INDEX:
             return  # a user's own index: Retriever.open explains a mismatch
         # the default index is ours, built from the bundled corpus: rebuild it rather than fail

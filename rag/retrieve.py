@@ -212,10 +212,7 @@ class Retriever:
                                      f"with: paperchat index PATH --name {name}")
         recorded = manifest.read(index_dir) or {}
         # Queries are embedded with the variant the index was built with (rag.onnx_embedder).
-        variant = manifest.variant_of(recorded)
-        if (variant and hasattr(embedder, "with_variant") and variant != embedder.variant
-                and recorded.get("embed_backend") == settings.embed_backend):
-            embedder = embedder.with_variant(variant)
+        embedder = manifest.embedder_for(recorded, settings, embedder)
         manifest.check(recorded, manifest.build_keys(settings, embedder.dim,
                                                      getattr(embedder, "variant", None)),
                        name, keys=manifest.QUERY_KEYS)
