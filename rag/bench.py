@@ -89,7 +89,8 @@ def bench_index(settings: Settings, *, n_papers: int = 500, rounds: int = 4,
     (``settings.home/models``).
 
     Returns:
-        A dict: ``cpu`` (:func:`rag.cpu.cpu_features`), ``papers``, ``sample``, ``baseline`` and ``ours``
+        A dict: ``cpu`` (:func:`rag.cpu.cpu_features`), ``papers``, ``sample``, ``baseline`` and
+        ``ours``
         (``papers_per_s``, ``seconds``, ``embed_seconds``, ``chunks``, ``stages_seconds`` (our
         build's wall seconds per :data:`index.build.STAGES` stage, summed over rounds),
         ``tokens_per_paper`` (embedded, special tokens included) against ``own_tokens_per_paper``

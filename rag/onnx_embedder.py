@@ -230,7 +230,8 @@ def _layer_nodes(graph_path: Path, layers: Sequence[int]) -> list[str]:
 
     graph = onnx.load(str(graph_path), load_external_data=False).graph
     marks = tuple(f"/layer.{n}/" for n in layers)
-    names = [n.name for n in graph.node if n.op_type == "MatMul" and any(m in n.name for m in marks)]
+    names = [n.name for n in graph.node
+             if n.op_type == "MatMul" and any(m in n.name for m in marks)]
     if not names:
         raise RuntimeError(f"no MatMul node of layers {list(layers)} in {graph_path}: the export's "
                            "node names changed; update rag.onnx_embedder._layer_nodes")

@@ -113,15 +113,17 @@ def answer_layout(answer: Answer) -> list[tuple[str, list[AnswerSentence]]]:
     return blocks
 
 
-def _flat(text: str) -> str:
-    return " ".join(text.split())
+def flat(text: str | None) -> str:
+    """Whitespace runs (newlines included) collapsed to one space; None gives ''. A one-line
+    Markdown or HTML block stays one block (a blank line would end it)."""
+    return " ".join(str(text or "").split())
 
 
 def _sentence_markdown(s: AnswerSentence) -> str:
     if s.kind == "quote":
         markers = "".join(f"[{n}]" for n in s.citations)
-        return f"> “{_flat(s.quote)}” {markers}" if s.quote else f"> {_flat(s.text)}"
-    return f"- {_flat(s.text)}" if s.kind == "item" else _flat(s.text)
+        return f"> “{flat(s.quote)}” {markers}" if s.quote else f"> {flat(s.text)}"
+    return f"- {flat(s.text)}" if s.kind == "item" else flat(s.text)
 
 
 def answer_markdown_text(answer: Answer) -> str:
@@ -138,5 +140,5 @@ def answer_markdown_text(answer: Answer) -> str:
     unsupported = unsupported_sentences(answer)
     if unsupported:
         blocks.append("_Not supported by the cited abstracts:_\n\n" + "\n".join(
-            f"- {_flat(s.text)} (support {s.support:.2f})" for s in unsupported))
+            f"- {flat(s.text)} (support {s.support:.2f})" for s in unsupported))
     return "\n\n".join(blocks)

@@ -48,8 +48,8 @@ class Settings(BaseSettings):
         "(the same model exported once to ONNX and dynamically quantised; see rag.embedder).")
     embed_variant: str | None = Field(
         None, description="ONNX int8 quantisation recipe for new indexes: 'int8' (8-bit weights; "
-        "fastest with VNNI) or 'int8-avx2' (7-bit weights, first layer fp32; exact on CPUs "
-        "without VNNI). None picks by the CPU; an existing index keeps its own "
+        "fastest with VNNI) or 'int8-avx2' (7-bit weights, first layer fp32; no saturation on "
+        "CPUs without VNNI). None picks by the CPU; an existing index keeps its own "
         "(rag.onnx_embedder).")
     embed_batch_size: int = Field(32, description="Texts per embedding batch.")
     chunk_tokens: int = Field(256, description="Chunk window in embedder tokens, special tokens "

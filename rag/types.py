@@ -2,8 +2,8 @@
 ids (:func:`chunk_id`, :func:`paper_of`, :func:`chunk_number`) and decision tiers of a status
 (:func:`status_tier`, :func:`is_accepted`). Imports nothing of the project's.
 
-All are plain dataclasses (ARCHITECTURE.md, habit 10): no behaviour beyond small helpers, safe to pickle and to
-turn into JSON with :func:`dataclasses.asdict`.
+All are plain dataclasses (ARCHITECTURE.md, habit 10): no behaviour beyond small helpers, safe to
+pickle and to turn into JSON with :func:`dataclasses.asdict`.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Shared fixtures: deterministic fakes (ARCHITECTURE.md, Seams and habit 2) and real-model fixtures (marked).
+"""Shared fixtures: deterministic fakes (ARCHITECTURE.md, Seams and habit 2) and real-model
+fixtures (marked).
 
 ``FakeEmbedder`` makes a vector from sha256 of each word (haystack's trick: never ``hash()``), sums
 them and L2-normalises, so texts sharing words are similar, deterministically, in any process.

@@ -618,7 +618,8 @@ def test_an_index_from_before_variants_counts_as_int8(settings, seed):
 
 def test_stage_times_and_embedded_tokens_are_reported(settings, fake_embedder, seed):
     summary = build(seed, settings, fake_embedder)
-    assert {"load", "normalise", "chunk", "embed", "store", "catalog", "bm25"} <= set(summary.stages)
+    assert {"load", "normalise", "chunk", "embed", "store", "catalog", "bm25"} \
+        <= set(summary.stages)
     assert all(v >= 0 for v in summary.stages.values())
     chunks = [c for p in seed for c in chunk_paper(p.id, *search_text(p)[:2],
                                                    fake_embedder.tokenizer)]

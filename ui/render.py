@@ -17,7 +17,7 @@ from typing import Sequence
 from urllib.parse import quote, urlsplit
 
 from rag import citations as cit
-from rag.rendering import answer_layout, to_markdown, unsupported_sentences
+from rag.rendering import answer_layout, flat, to_markdown, unsupported_sentences
 from rag.types import Answer, AnswerSentence, Citation, Hit, Paper
 
 #: Math the chatbot renders with KaTeX: ``$$...$$`` (display) and ``$...$`` (inline).
@@ -211,11 +211,6 @@ MODE_LINES = {
 UNSUPPORTED_SUMMARY = "Not supported by the cited abstracts ({n})"
 
 
-def _flat(text: str) -> str:
-    """Whitespace collapsed: text put in a one-line HTML block (a blank line would end it)."""
-    return " ".join(str(text or "").split())
-
-
 def _chips(numbers: Sequence[int], hits: Sequence[Hit]) -> str:
     """``[n]`` link chips for hit numbers (numbers that point at no hit stay plain text)."""
     return " ".join(link_markers(f"[{n}]", hits) for n in numbers)
@@ -225,20 +220,20 @@ def _quote_html(s: AnswerSentence, hits: Sequence[Hit]) -> str:
     """A quoted abstract sentence: an HTML ``blockquote`` (Markdown is not applied inside it, so
     the sentence shows exactly as the abstract has it), escaped, then its marker chips."""
     if not s.quote:  # a quote sentence without its quote: show its text as is
-        return (f'<blockquote class="pc-quote">{link_markers(_text(_flat(s.text)), hits)}'
+        return (f'<blockquote class="pc-quote">{link_markers(_text(flat(s.text)), hits)}'
                 f'</blockquote>')
-    return (f'<blockquote class="pc-quote"><span class="pc-quote-text">“{esc(_flat(s.quote))}”'
+    return (f'<blockquote class="pc-quote"><span class="pc-quote-text">“{esc(flat(s.quote))}”'
             f'</span> {_chips(s.citations, hits)}</blockquote>')
 
 
 def _item_html(s: AnswerSentence, hits: Sequence[Hit]) -> str:
     """A list line: the paper's title and chip, then its quoted sentence (when it has one)."""
-    text = _flat(s.text)
-    quoted = f": “{_flat(s.quote)}”"
+    text = flat(s.text)
+    quoted = f": “{flat(s.quote)}”"
     if s.quote and text.endswith(quoted):
         head = text[:-len(quoted)]
         return (f'<li><span class="pc-item-title">{link_markers(_text(head), hits)}</span>: '
-                f'<q class="pc-item-quote">{esc(_flat(s.quote))}</q></li>')
+                f'<q class="pc-item-quote">{esc(flat(s.quote))}</q></li>')
     return f'<li><span class="pc-item-title">{link_markers(_text(text), hits)}</span></li>'
 
 
@@ -249,7 +244,7 @@ def _unsupported_html(sentences: Sequence[AnswerSentence], hits: Sequence[Hit],
         tip = (f"support {s.support:.2f} < {threshold:.2f}: no sentence of the "
                + ("cited abstract" if len(s.citations) == 1 else "cited abstracts" if s.citations
                   else "retrieved abstracts") + " backs this")
-        text = link_markers(_text(_flat(s.text)), hits)
+        text = link_markers(_text(flat(s.text)), hits)
         items.append(f'<li><span class="pc-unsupported-text">{text}</span> '
                      f'<span class="pc-support-score" title="{esc(tip)}">'
                      f'support {s.support:.2f}</span></li>')
@@ -281,11 +276,11 @@ def answer_blocks(answer: Answer) -> list[str]:
         if s.kind == "item":
             return _item_html(s, hits)
         if s.kind == "heading":
-            return f'<p class="pc-heading">{link_markers(_text(_flat(s.text)), hits)}</p>'
+            return f'<p class="pc-heading">{link_markers(_text(flat(s.text)), hits)}</p>'
         if s.kind == "note":
-            return f'<p class="pc-note-line">{link_markers(_text(_flat(s.text)), hits)}</p>'
+            return f'<p class="pc-note-line">{link_markers(_text(flat(s.text)), hits)}</p>'
         # claim, direct, metadata: a paragraph of Markdown text, as the stream showed it
-        return link_markers(_text(_flat(s.text)), hits)
+        return link_markers(_text(flat(s.text)), hits)
 
     blocks: list[str] = []
     for kind, group in answer_layout(answer):
