@@ -265,6 +265,10 @@ _COMPARE_PREVIOUS = re.compile(
     r"the)\b.*\b(?:differ|compare)|what(?:'s| is| are) the differences?\s+between\s+(?:them|these|"
     r"those|the))", re.I)
 _NUMBER_WORDS = {"two": 2, "three": 3, "four": 4, "five": 5, "both": 2}
+#: "Compare the papers on X": papers of a topic of its own, a new search (read in the browser:
+#: "Compare the papers on test-time scaling for reasoning" compared the previous protein papers).
+_OWN_TOPIC = re.compile(r"^\s*(?:compare|contrast)\s+the\s+(?:papers|works|methods|approaches|"
+                        r"models)\s+(?:on|about|that|which|using)\b", re.I)
 
 
 def previous_papers_to_compare(question: str, history: list[Turn]) -> list[Paper] | None:
@@ -273,7 +277,7 @@ def previous_papers_to_compare(question: str, history: list[Turn]) -> list[Paper
 
     The count comes from a number word or digit in the question (2-5), else up to three.
     """
-    if not history or not _COMPARE_PREVIOUS.match(question):
+    if not history or not _COMPARE_PREVIOUS.match(question) or _OWN_TOPIC.match(question):
         return None
     papers = history[-1].papers
     n = 3

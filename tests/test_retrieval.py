@@ -178,6 +178,9 @@ def test_a_named_index_that_does_not_exist_says_how_to_build_it(settings, fake_e
     ("How do they differ?", 3),
     ("What are the differences between them?", 3),
     ("Which papers use GRPO?", None),
+    ("compare the papers", 3),
+    ("Compare the papers on test-time scaling for reasoning", None),  # a topic of its own
+    ("compare the methods that use GRPO", None),
 ])
 def test_compare_the_previous_answers_papers(question, n):
     from rag.conversation import previous_papers_to_compare
