@@ -60,6 +60,8 @@ class Turn:
     standalone: str = ""
     papers: list[Paper] = field(default_factory=list)
     focus: int = 1
+    #: The papers as the answer numbered them ([n] in its text and cards), for "the second paper".
+    numbered: dict[int, Paper] = field(default_factory=dict)
 
     @property
     def discussed(self) -> list[Paper]:
@@ -84,7 +86,34 @@ def turn_after(answer) -> Turn:
     ids = {p.id for p in about}
     cited = [c.paper for c in answer.citations if c.paper.id not in ids]
     papers = (about + cited) or [h.paper for h in answer.hits]
-    return Turn(answer.question, answer.standalone_question, papers, focus=len(about) or 1)
+    numbered = {n: h.paper for n, h in enumerate(answer.hits, start=1)}
+    numbered.update({c.n: c.paper for c in answer.citations})
+    return Turn(answer.question, answer.standalone_question, papers, focus=len(about) or 1,
+                numbered=numbered)
+
+
+_ORDINALS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5}
+#: A paper of the previous answer by its position: "the second paper", "the first one", "[3]",
+#: "paper 2"; not "the first paper to/that/on ..." (a question of its own).
+_BY_POSITION = re.compile(
+    r"\b(?:the\s+)?(first|second|third|fourth|fifth)\s+(?:one|paper|work|method|approach|model)s?\b"
+    r"(?!\s+(?:to|that|which|who|on|about|in|with|using)\b)"
+    r"|\bthe\s+(first|second|third|fourth|fifth)\b(?=\s*(?:[?.,]|$))"
+    r"|\[(\d{1,2})\]|\bpaper\s+(\d{1,2})\b", re.I)
+
+
+def papers_by_position(question: str, turn: Turn) -> list[Paper]:
+    """The papers of ``turn`` that ``question`` names by their number in its answer ("how does
+    the first one differ from the second?", "[1] vs [3]", "paper 2"), in the question's order,
+    without repeats; numbers the answer did not show are ignored."""
+    found: list[Paper] = []
+    for m in _BY_POSITION.finditer(question):
+        word = m.group(1) or m.group(2)
+        n = _ORDINALS[word.lower()] if word else int(m.group(3) or m.group(4))
+        paper = turn.numbered.get(n)
+        if paper is not None and paper not in found:
+            found.append(paper)
+    return found
 
 
 def is_followup(question: str) -> bool:
@@ -116,8 +145,15 @@ def standalone_question(question: str, history: list[Turn]) -> tuple[str, Paper 
 
 
 def discussed_papers(question: str, history: list[Turn]) -> list[Paper]:
-    """The papers a follow-up ``question`` is about (empty when it is not a follow-up)."""
-    if not history or not history[-1].papers or not follows(question, history[-1]):
+    """The papers a follow-up ``question`` is about (empty when it is not a follow-up): the ones
+    it names by number ("the second paper", :func:`papers_by_position`), else the papers under
+    discussion."""
+    if not history:
+        return []
+    named = papers_by_position(question, history[-1])
+    if named:
+        return named
+    if not history[-1].papers or not follows(question, history[-1]):
         return []
     return history[-1].discussed
 
@@ -155,8 +191,9 @@ _STRONG_ANAPHORA = re.compile(
 
 
 def refers_back(question: str) -> bool:
-    """True when the question holds an anaphor that can only point to an earlier turn."""
-    return bool(_STRONG_ANAPHORA.search(question))
+    """True when the question holds an anaphor that can only point to an earlier turn, or names
+    a paper of it by number ("the second paper", "[3]": :data:`_BY_POSITION`)."""
+    return bool(_STRONG_ANAPHORA.search(question) or _BY_POSITION.search(question))
 
 
 def follows(question: str, turn: Turn) -> bool:
@@ -267,6 +304,8 @@ _COMPARE_PREVIOUS = re.compile(
 _NUMBER_WORDS = {"two": 2, "three": 3, "four": 4, "five": 5, "both": 2}
 #: "Compare the papers on X": papers of a topic of its own, a new search (read in the browser:
 #: "Compare the papers on test-time scaling for reasoning" compared the previous protein papers).
+_COMPARE_CUE = re.compile(r"\b(?:differ\w*|difference\w*|compar\w*|contrast\w*|versus|vs\.?)(?!\w)",
+                          re.I)
 _OWN_TOPIC = re.compile(r"^\s*(?:compare|contrast)\s+the\s+(?:papers|works|methods|approaches|"
                         r"models)\s+(?:on|about|that|which|using)\b", re.I)
 
@@ -277,7 +316,12 @@ def previous_papers_to_compare(question: str, history: list[Turn]) -> list[Paper
 
     The count comes from a number word or digit in the question (2-5), else up to three.
     """
-    if not history or not _COMPARE_PREVIOUS.match(question) or _OWN_TOPIC.match(question):
+    if not history:
+        return None
+    named = papers_by_position(question, history[-1])
+    if len(named) >= 2 and _COMPARE_CUE.search(question):  # "how does the first differ from [3]?"
+        return named
+    if not _COMPARE_PREVIOUS.match(question) or _OWN_TOPIC.match(question):
         return None
     papers = history[-1].papers
     n = 3

@@ -192,6 +192,25 @@ def test_compare_the_previous_answers_papers(question, n):
     assert previous_papers_to_compare(question, []) is None
 
 
+@pytest.mark.parametrize("question,compared,discussed", [
+    ("How does the first one differ from the second?", ["p1", "p2"], ["p1", "p2"]),
+    ("[1] vs [3]", ["p1", "p3"], ["p1", "p3"]),
+    ("Compare paper 2 and paper 4", ["p2", "p4"], ["p2", "p4"]),
+    ("What datasets does the second paper evaluate on?", None, ["p2"]),
+    ("What does the third one propose?", None, ["p3"]),
+    ("How does [2] differ from [9]?", None, ["p2"]),   # [9] was not shown
+    ("What is the first paper to use GRPO?", None, []),  # a question of its own
+])
+def test_papers_named_by_their_number_in_the_previous_answer(question, compared, discussed):
+    from rag.conversation import discussed_papers, previous_papers_to_compare
+
+    papers = [Paper(f"p{i}", f"Title {i}", "a") for i in range(1, 6)]
+    turn = Turn("q", papers=papers, numbered={n: p for n, p in enumerate(papers, start=1)})
+    got = previous_papers_to_compare(question, [turn])
+    assert (None if got is None else [p.id for p in got]) == compared
+    assert [p.id for p in discussed_papers(question, [turn])] == discussed
+
+
 def test_compare_these_papers_answers_with_a_table(fake_index, scripted):
     from rag.answer import answer
 
