@@ -51,7 +51,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 VENV_BIN = Path(sys.executable).parent
 DEV_SET = ROOT.parent / "shared" / "eval" / "dev_hard.jsonl"
-#: Follow-ups asked after each first question (resolved against it by rag.conversation).
+#: Follow-ups asked after each first question (read against it by rag.understand).
 FOLLOWUPS = ["What dataset does it evaluate on?", "How does it compare to prior methods?",
              "What are its main limitations?", "Which baseline does it beat?",
              "Does it need labelled data?", "What is the key idea in one sentence?"]

@@ -1,4 +1,5 @@
-"""Answer a question: retrieve -> plan (question type) -> direct line -> body by mode -> check.
+"""Answer a turn: read it into a plan -> choose its papers -> run its operation -> direct line ->
+body by mode -> check.
 
 :func:`answer_stream` yields events so the UI can show the sources, then the one-line direct
 answer (from retrieval alone, before any model call), then the rest; :func:`answer` runs it to
@@ -19,9 +20,8 @@ from typing import TYPE_CHECKING, Iterator, Sequence
 
 from rag import citations as cit
 from rag import prompts
-from rag.conversation import (Turn, discussed_papers, follows, previous_papers_to_compare,
-                              refers_back, retrieval_query, split_comparison, standalone_question,
-                              with_new_subject)
+from rag.history import Turn
+from rag.plan import Plan
 from rag.errors import InvalidQuestionError
 from rag.filters import Filters
 from rag.grounding import ground
@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from rag.generator import Generator
     from rag.seams import Retriever
     from rag.settings import Settings
+    from rag.turn_reader import TurnReader
 
 #: Terminal colour/cursor escape sequences (ECMA-48 CSI), stripped from questions.
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
@@ -45,17 +46,6 @@ SMALL_CONTEXT = 4096
 #: ``constrained`` lets the model pick and order them under a grammar (:mod:`rag.constrained`);
 #: ``generative`` lets the model write, then keeps only the sentences the cited abstracts support.
 MODES = ("extractive", "constrained", "generative")
-#: A follow-up after a single best match is also about a paper of the previous answer that its
-#: own search ranks above that match, within this many hits (the user's "they" may mean it).
-FOLLOWUP_RUNNER_UP_RANK = 3
-#: A short question without an anaphor is a new topic when its own search's best chunk has at
-#: least this cosine. Measured on the accepted index: dev_hard/dev_easy follow-up turns searched
-#: alone reach 0.28-0.64 (all of them refer back, so this rule does not see them), short new
-#: topics ("speculative decoding", "protein folding", "KV cache compression", "Summarize work on
-#: speculative decoding") 0.60-0.72; acronyms alone ("GRPO" 0.44) are caught by their name.
-NEW_TOPIC_DENSE = 0.55
-
-
 @dataclass
 class HitsEvent:
     """Retrieval is done: ``hits`` will be the answer's sources, ``refused`` tells if none fits."""
@@ -147,182 +137,44 @@ def build_messages(question: str, hits: Sequence[Hit], generator: Generator,
     return [{"role": "system", "content": system}, {"role": "user", "content": user}], len(blocks)
 
 
-@dataclass
-class Plan:
-    """What one turn is, before any model call: the standalone question, the hits (numbered from
-    1), refusal, the question type (:data:`rag.compose.KINDS`), the hit numbers of the papers
-    under discussion (``focus``) and the number of compared papers (``columns``, 0 when not a
-    comparison). ``rewritten``: the turn changed the subject of the previous question ("And for
-    vision transformers?"), and ``standalone`` is the question it stands for."""
-
-    standalone: str
-    hits: list[Hit]
-    refused: bool
-    kind: str = "lookup"
-    focus: list[int] = field(default_factory=lambda: [1])
-    columns: int = 0
-    rewritten: bool = False
-
-
 def retrieve_for(question: str, retriever: Retriever, settings: Settings, *, k: int,
-                 filters: Filters | None, history: list[Turn], evidence: bool = True
-                 ) -> tuple[str, list[Hit], bool]:
-    """Standalone question, hits and refusal for one turn (follow-ups and comparisons handled):
-    what ``paperchat eval`` scores as retrieval."""
-    plan = plan_turn(question, retriever, settings, k=k, filters=filters, history=history,
-                     evidence=evidence, discussed_first=False)
-    return plan.standalone, plan.hits, plan.refused
+                 filters: Filters | None, history: list[Turn], evidence: bool = True,
+                 reader: TurnReader | None = None) -> tuple[str, list[Hit], bool]:
+    """Standalone question, hits and refusal for one turn (read into a plan, its papers
+    chosen): what ``paperchat eval`` scores as retrieval."""
+    from rag.operations import resolve_refine, select
+    from rag.understand import understand
+
+    reader = reader or default_reader(retriever, settings)
+    plan = resolve_refine(understand(question, history, retriever, reader), history)
+    sel = select(plan, history, retriever, settings, k=k, filters=filters, evidence=evidence)
+    return sel.standalone or question, sel.hits[:max(k, len(sel.focus))], sel.refused
 
 
-def plan_turn(question: str, retriever: Retriever, settings: Settings, *, k: int,
-              filters: Filters | None, history: list[Turn], evidence: bool = True,
-              discussed_first: bool = True) -> Plan:
-    """Retrieve for one turn and decide its question type.
-
-    With ``discussed_first`` (the answer path), a follow-up's papers under discussion are put
-    first among the hits (added when the search did not return them; the list stays at ``k``),
-    so the answer quotes them as [1], [2] ...
-    """
-    from rag.compose import classify
-    from rag.refusal import MIN_DENSE, is_out_of_corpus, unknown_names
-
-    previous = previous_papers_to_compare(question, history)
-    if previous:  # "compare these three papers": the papers of the previous answer, in order
-        titles = [normalise(p.title) for p in previous]
-        standalone = f"Compare {', '.join(titles[:-1])} with {titles[-1]}"
-        hits = [Hit(p, 1.0 - i / 100) for i, p in enumerate(previous)]
-        if evidence:
-            retriever.attach_evidence(question, hits)
-        return Plan(standalone, hits, False, "compare", list(range(1, len(hits) + 1)), len(hits))
-    rewritten = with_new_subject(question, history)
-    if rewritten:  # the previous topic, asked of a new subject: a new search, not a follow-up
-        question, history = rewritten, []
-    if classify(question) == "count":
-        history = []  # "how many papers ..." is about the corpus, never about the last answer
-    elif history and follows(question, history[-1]) and not refers_back(question):
-        # short and without an anaphor ("speculative decoding", "recipes for sourdough bread"):
-        # a new topic when its own search is confident, or finds nothing on its own
-        own = retriever.search(question, k=k, filters=filters, evidence=False, feedback=False)
-        top = max(own.dense.scores[:1], default=0.0)
-        if top >= NEW_TOPIC_DENSE or top < MIN_DENSE:
-            history = []
-    standalone, about = standalone_question(question, history)
-    query = retrieval_query(question, history)
-    sides = split_comparison(question)
-    if sides:
-        side_res = [retriever.search(s, k=k, filters=filters, evidence=False) for s in sides]
-        merged_res = retriever.search(query, k=k, filters=filters, evidence=False)
-        per_side = [r.hits for r in side_res]
-        hits: list[Hit] = []
-        for side in per_side:  # each side's best paper first, then the fused list
-            if side and side[0].id not in {h.id for h in hits}:
-                hits.append(side[0])
-        columns = len(hits)
-        for h in merged_res.hits + [h for side in per_side for h in side[1:]]:
-            if len(hits) >= k:
-                break
-            if h.id not in {x.id for x in hits}:
-                hits.append(h)
-        top_dense = max(max(r.dense.scores[:1], default=0.0) for r in side_res + [merged_res])
-    else:
-        res = retriever.search(query, k=k, filters=filters, evidence=False, feedback=about is None)
-        hits = res.hits
-        columns = 0
-        top_dense = max(res.dense.scores[:1], default=0.0)
-    if about is None:
-        refused = is_out_of_corpus(question, hits, retriever, top_dense=top_dense)
-    else:  # a follow-up: its own words are thin, so only a name unknown to the index refuses
-        refused = bool(unknown_names(question, retriever))
-    focus = [1]
-    if about is not None and discussed_first:
-        papers = discussed_papers(question, history)
-        if len(papers) == 1:  # a single best match: add the last answer's paper that the
-            known = {p.id: p for p in history[-1].papers}  # follow-up's search ranks above it
-            ranked = [h.id for h in hits[:FOLLOWUP_RUNNER_UP_RANK]]
-            mine = ranked.index(papers[0].id) if papers[0].id in ranked else len(ranked)
-            extra = next((known[i] for i in ranked[:mine] if i in known), None)
-            papers = papers + ([extra] if extra is not None else [])
-        found = {h.id: h for h in hits}
-        top_score = hits[0].score if hits else 1.0
-        first = [found.get(p.id) or Hit(p, top_score) for p in papers]
-        ids = {h.id for h in first}
-        hits = (first + [h for h in hits if h.id not in ids])[:max(k, len(first))]
-        focus = list(range(1, len(first) + 1))
-    if evidence:
-        retriever.attach_evidence(standalone, hits)
-    comparison = columns >= 2 and len(hits) >= 2
-    kind = classify(question, followup=about is not None, comparison=comparison)
-    if kind == "compare":
-        focus = list(range(1, columns + 1))
-    return Plan(standalone, hits, refused, kind, focus, columns if comparison else 0,
-                rewritten=bool(rewritten))
+#: Loaded readers by the id of their embedder (0: the bundled model), with the embedder.
+_READERS: dict[int, tuple] = {}
 
 
-@dataclass
-class Reading:
-    """A question as :func:`understand` reads it: the text to search (``query``), every filter
-    to apply (the caller's and those said in words), notes to put in the answer (another
-    language, no authors in the list), ``sort`` ("rating" or ""), and ``direct``: when the
-    catalog answers the question by itself (a count or list with no topic, or nothing left to
-    search), ``(sentences, hits, kind, refused)``."""
+def default_reader(retriever: Retriever, settings: Settings) -> TurnReader:
+    """The turn reader (:class:`rag.turn_reader.TurnReader`) over the retriever's embedder when
+    that is the bundled all-MiniLM-L6-v2 (384-d), else over the bundled model itself (an index
+    built with another embedder, or a test's fake one); loaded once per process."""
+    from rag.turn_reader import TurnReader
 
-    query: str
-    filters: Filters
-    notes: list[AnswerSentence] = field(default_factory=list)
-    sort: str = ""
-    direct: tuple | None = None
-    count_topic: str = ""
-    said: list[str] = field(default_factory=list)
+    embedder = retriever.embedder
+    if getattr(embedder, "dim", None) != 384 or "MiniLM" not in str(getattr(embedder, "name",
+                                                                          "")):
+        if 0 not in _READERS:
+            from rag.embedder import make_embedder
+            from rag.settings import Settings as _Settings
 
-
-def understand(question: str, retriever: Retriever, filters: Filters | None,
-               drop_filters: Sequence[str] = ()) -> Reading:
-    """Read filters, a rating order and the language from ``question`` (:mod:`rag.intent`)
-    and decide whether the catalog answers it alone (:mod:`rag.facets`)."""
-    from rag import facets
-    from rag.compose import classify, note
-    from rag.intent import has_topic
-    from rag.intent import read as read_intent
-
-    intent = read_intent(question, areas=retriever.area_names())
-    words = intent.filters.without(list(drop_filters)) if intent.filters else Filters()
-    notes: list[AnswerSentence] = []
-    authors = words.values.get("author", [])
-    if authors and not any(p.authors for p in retriever.papers.values()):
-        notes.append(note(f"This paper list has no author names (ICLR 2026 submissions were "
-                          f"anonymous when it was made), so papers by {', '.join(authors)} "
-                          "cannot be picked out."))
-        words = words.without([f"author={a}" for a in authors])
-    said_years = words.values.get("year", [])
-    if said_years:  # "ICLR 2026" in a question about a 2026-only list filters nothing: drop it
-        years = {str(p.year) for p in retriever.papers.values() if p.year is not None}
-        if not years:
-            notes.append(note(f"This paper list has no years, so {', '.join(said_years)} cannot "
-                              "be filtered on."))
-        if not years or set(said_years) >= years:
-            words = words.without([f"year={y}" for y in said_years])
-    used = (filters or Filters()).merged(words) if words else (filters or Filters())
-    if intent.foreign:
-        notes.append(note(intent.language_note))
-    changed = bool(intent.phrases or intent.sort or intent.foreign)
-    query = intent.query if changed else question
-    counting = classify(question) == "count"
-    catalog_only = not has_topic(query) and (counting or bool(used) and changed)
-    if words and not catalog_only:  # a catalog answer states its filters in its first line
-        notes.append(note(f"Searched only papers matching {', '.join(words.as_strings())}, as "
-                          "the question asks."))
-    reading = Reading(query, used, notes, intent.sort, said=words.as_strings())
-    if counting and has_topic(query):
-        reading.count_topic = reading.query = facets.topic_of(query)
-    if intent.foreign and not has_topic(intent.query) and not intent.filters:
-        reading.direct = ([], [], "lookup", True)
-    elif authors and not used and not has_topic(intent.query):
-        reading.direct = ([], [], "list", True)
-    elif catalog_only:
-        sentences, hits = facets.facet_answer(question, retriever.papers, used or None,
-                                              facets.LISTED)
-        reading.direct = (sentences, hits, "count" if counting else "list", False)
-    return reading
+            bundled = make_embedder(_Settings(home=settings.home))
+            _READERS[0] = (bundled, TurnReader.load(bundled))
+        return _READERS[0][1]
+    key = id(embedder)
+    if key not in _READERS or _READERS[key][0] is not embedder:
+        _READERS[key] = (embedder, TurnReader.load(embedder))
+    return _READERS[key][1]
 
 
 def check_mode(name: str) -> str:
@@ -358,116 +210,85 @@ def resolve_mode(requested: str, generator: Generator, settings: Settings) -> st
 def answer_stream(question: str, *, retriever: Retriever, generator: Generator,
                   settings: Settings, k: int | None = None, filters: Filters | None = None,
                   history: list[Turn] | None = None, mode: str | None = None,
-                  drop_filters: Sequence[str] = ()
+                  drop: Sequence[str] = (), plan: Plan | None = None,
+                  reader: TurnReader | None = None, drop_filters: Sequence[str] = ()
                   ) -> Iterator[HitsEvent | TokenEvent | DoneEvent]:
     """Answer ``question`` as a stream of events: one :class:`HitsEvent`, one or more
     :class:`TokenEvent` (the first is the one-line direct answer, made from retrieval before
     any model call), one :class:`DoneEvent` with the checked :class:`Answer`.
 
-    ``mode`` (default ``settings.answer_mode``): see :data:`MODES` and :func:`resolve_mode`.
-    ``filters`` are the caller's (dropdowns, ``--filter``); filters read from the question's
-    words (:mod:`rag.intent`) are added unless listed in ``drop_filters`` (strings as in
-    :attr:`Answer.filters_applied`: the UI's chip that removes one re-asks with it here).
-    Counts, authors and figures the abstracts do not give are answered by the composition in
-    every mode (a plain statement, never the model's guess).
+    The turn is read once into a :class:`rag.plan.Plan` (:func:`rag.understand.understand`,
+    or ``plan`` when the caller has it: the UI re-asks a turn with one part of its plan
+    removed), whose parts named in ``drop`` (:meth:`rag.plan.Plan.parts` keys) are removed
+    (``drop_filters``: filter strings such as ``status=oral``, the same as ``filter:`` keys);
+    :mod:`rag.operations` chooses its papers and runs its operation. ``mode`` (default
+    ``settings.answer_mode``): see :data:`MODES` and :func:`resolve_mode`; only lookups,
+    descriptions, surveys, follow-ups and comparisons are written by a model in the
+    constrained and generative modes: counts, lists, ratings, BibTeX, neighbours, authors and
+    figures the abstracts do not give are stated by code in every mode. ``filters`` are the
+    caller's (dropdowns, ``--filter``); the plan's are added.
 
     Raises:
         InvalidQuestionError: before any retrieval or model call (see :func:`check_question`),
             or an unknown mode.
         BackendUnavailableError, GrammarError: from the model.
     """
-    from rag import compose, constrained, facets
+    from rag import compose, constrained
+    from rag.operations import resolve_refine, run, select
     from rag.refusal import MIN_DENSE
+    from rag.understand import understand
 
     t0 = time.perf_counter()
     ms = lambda: (time.perf_counter() - t0) * 1000  # noqa: E731
     question = check_question(question, settings.max_question_chars)
     requested = check_mode(mode or settings.answer_mode)  # before any work
     k = k or settings.k
-    read = understand(question, retriever, filters, drop_filters)
-    applied = read.filters.as_strings()
-    if read.direct is not None:  # a count or list from the catalog, or nothing to search
-        sentences, hits, kind, refused = read.direct
-        timings = {"retrieve": ms()}
-        yield HitsEvent(question, hits, refused)
-        sentences = sentences[:1] + read.notes + sentences[1:]
-        text = compose.render(sentences)
+    history = list(history or [])
+    if plan is None:
+        plan = understand(question, history, retriever,
+                          reader or default_reader(retriever, settings))
+    timings = {"understand": ms()}
+    for key in list(drop) + [f"filter:{f}" for f in drop_filters]:
+        plan = plan.without(key)
+    plan = resolve_refine(plan, history)
+    sel = select(plan, history, retriever, settings, k=k, filters=filters)
+    applied = sel.filters.as_strings() if sel.filters else []
+    notes = list(sel.notes)
+    if plan.unsure:
+        notes.insert(0, compose.note(f"Reading this as: {plan.summary(len(sel.hits))}. (Remove "
+                                     "a part above the answer, or rephrase, if that is not "
+                                     "what you meant.)"))
+    timings["retrieve"] = ms()
+    standalone = sel.standalone or question
+    yield HitsEvent(standalone, sel.hits, sel.refused)
+    exact = plan.op in ("count", "list") and sel.every is not None  # "none match" is an answer
+    if sel.refused or (not sel.hits and not exact):
         timings["first_token"] = timings["total"] = ms()
-        yield TokenEvent(text)
-        yield DoneEvent(Answer(question, question, text, citations_for(sentences, hits), hits,
-                               refused=refused, sentences=sentences, timings_ms=timings,
-                               mode="extractive", kind=kind, filters_applied=applied,
-                               about_ids=[h.id for h in hits[:1]]))
-        return
-    search_k = max(k, facets.RATED_POOL) if read.sort == "rating" else k
-    # filters or an order said in words ask for a set of papers: a new search, never a
-    # follow-up of the last answer ("oral papers on diffusion" after "What results ...?")
-    fresh = bool(read.said or read.sort or read.count_topic)
-    plan = plan_turn(read.query, retriever, settings, k=search_k, filters=read.filters or None,
-                     history=[] if fresh else history or [])
-    standalone, hits = plan.standalone, plan.hits
-    timings = {"retrieve": ms()}
-    yield HitsEvent(standalone, hits, plan.refused)
-    if plan.refused or not hits:
-        timings["first_token"] = timings["total"] = ms()
-        text = cit.no_match(applied) if applied and not hits else cit.REFUSAL
-        sentences = read.notes + [compose.note(text)] if read.notes else []
+        text = cit.no_match(applied) if applied and not sel.hits else cit.REFUSAL
+        sentences = notes + [compose.note(text)] if notes else []
         yield DoneEvent(Answer(question, standalone, compose.render(sentences) if sentences
-                               else text, [], hits, refused=True, sentences=sentences,
-                               timings_ms=timings, mode="extractive", kind=plan.kind,
-                               filters_applied=applied))
+                               else text, [], sel.hits, refused=True, sentences=sentences,
+                               timings_ms=timings, mode="extractive", kind=_kind_of(plan),
+                               filters_applied=applied, plan=plan.to_json()))
         return
-    if read.sort == "rating" or read.count_topic:
-        cands = compose.candidates(read.query, hits, retriever.embedder)
-        if read.sort == "rating":
-            body, hits = facets.rated_answer(hits, cands)
-            kind = "rated"
-        else:
-            topic = read.count_topic
-            n = facets.topic_count(topic, retriever.papers, retriever.search_texts(), read.filters)
-            total = len(facets.matching(retriever.papers, read.filters))
-            numbers = [1] + compose.relevant_others(hits, cands, {1}, MIN_DENSE)
-            body = [facets.topic_count_head(topic, n, read.filters, total),
-                    compose.heading("The most relevant papers found:")]
-            body += [facets.rated_item(hits[i - 1], i, (cands[i] or [None])[0]) for i in numbers]
-            kind = "count"
-        sentences = compose.check(body[:1] + read.notes + body[1:], hits, retriever.embedder,
-                                  settings.support_threshold)
-        text = compose.render(sentences)
-        timings["first_token"] = timings["total"] = ms()
-        yield TokenEvent(text)
-        yield DoneEvent(Answer(question, standalone, text, citations_for(sentences, hits), hits,
-                               sentences=sentences, timings_ms=timings, mode="extractive",
-                               kind=kind, filters_applied=applied,
-                               about_ids=[h.id for h in hits[:1]]))
-        return
+    done = run(plan, sel, retriever, settings)
+    hits, kind, table = done.hits, done.kind, done.table
+    extract = done.sentences[:1] + notes + done.sentences[1:]
     embedder = retriever.embedder
-    kind = plan.kind
-    table = None
-    if kind == "compare":
-        from rag.compare import build_comparison
-
-        table = build_comparison(hits[:plan.columns or len(hits)], embedder)
-    extract = compose.compose(kind, standalone if plan.rewritten else read.query, hits, embedder, focus=plan.focus,
-                              comparison=table, min_dense=MIN_DENSE)
-    if read.notes:
-        extract = extract[:1] + read.notes + extract[1:]
     table_md = table.markdown if table is not None else ""
     head = compose.render(extract[:1], table_md)
     timings["first_token"] = ms()
     yield TokenEvent(head)
-    used = resolve_mode(requested, generator, settings)
-    if kind in ("count", "authors", "number"):
-        used = "extractive"  # what the abstracts cannot say is stated, never generated
+    used = resolve_mode(requested, generator, settings) if done.prose else "extractive"
     body, unsupported, model = extract[1:], [], ""
     if used == "constrained":
-        cands = compose.candidates(question, hits, embedder,
-                                   plan.focus if kind == "followup" else None)
-        pool = constrained.pool(kind, hits, cands, focus=plan.focus, comparison=table,
+        focus = done.about if kind == "followup" else None
+        cands = compose.candidates(plan.query, hits, embedder, focus)
+        pool = constrained.pool(kind, hits, cands, focus=done.about, comparison=table,
                                 min_dense=MIN_DENSE)
-        picks = constrained.pick(question, pool, generator, settings)
+        picks = constrained.pick(plan.query or question, pool, generator, settings)
         model = generator.name
-        body = picks or body
+        body = notes + picks if picks else body
     elif used == "generative":
         model = generator.name
         generated = yield from _generate(standalone, hits, table, generator, settings, embedder,
@@ -477,19 +298,26 @@ def answer_stream(question: str, *, retriever: Retriever, generator: Generator,
         if not body:
             body = [compose.note("The model wrote nothing the cited abstracts support; what they "
                                  "say instead:")] + extract[1:]
+        else:
+            body = notes + body
     sentences = compose.check(extract[:1] + body, hits, embedder, settings.support_threshold)
     text = compose.render(sentences, table_md)
     if used != "generative":
         yield TokenEvent(text[len(head):])
     timings["total"] = ms()
-    about = plan.focus if kind in ("compare", "followup") else [1]
     yield DoneEvent(Answer(
         question, standalone, text, citations_for(sentences, hits), hits,
         sentences=sentences, comparison=table.rows if table is not None else None,
         timings_ms=timings, mode=used, kind=kind,
         comparison_ids=[c.hit.id for c in table.columns] if table is not None else [],
         unsupported=unsupported, model=model, filters_applied=applied,
-        about_ids=[hits[n - 1].id for n in about if 1 <= n <= len(hits)]))
+        about_ids=[hits[n - 1].id for n in done.about if 1 <= n <= len(hits)],
+        plan=plan.to_json()))
+
+
+def _kind_of(plan: Plan) -> str:
+    """The answer kind a refused plan would have had."""
+    return {"sort": "rated", "refine": "survey"}.get(plan.op, plan.op)
 
 
 def _generate(standalone: str, hits: list[Hit], table, generator: Generator,

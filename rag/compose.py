@@ -3,7 +3,7 @@
 The bundled 135M model cannot write a faithful answer (it echoes its prompt and cites the wrong
 paper), so the answer a researcher reads first is built from what retrieval found. Every answer
 opens with a one-line **direct answer** made from retrieval alone (so it is on screen before any
-model call), then a body per question type (:func:`classify`):
+model call), then a body per answer kind (the plan's operation, :mod:`rag.operations`):
 
 * ``lookup`` ("which paper ...", a name, a description): the best paper, why (its sentences that
   best match the question), then the other relevant papers, one line each;
@@ -51,7 +51,7 @@ from rag.types import AnswerSentence, Hit
 if TYPE_CHECKING:
     from rag.embedder import Embedder
 
-#: Question types, in the order :func:`classify` tests them (``lookup`` is the default).
+#: Answer kinds composed here (:func:`compose`).
 KINDS = ("compare", "followup", "count", "authors", "number", "survey", "describe", "lookup")
 
 #: Weight of the cosine in :func:`relevance` (the rest is the question-term overlap).
@@ -74,37 +74,6 @@ BACKGROUND_PENALTY = 0.1
 #: cosine (``Hit.dense``) of at least :data:`rag.refusal.MIN_DENSE`.
 MIN_ITEM_RELEVANCE = 0.35
 
-_COUNT = re.compile(r"\b(?:how many|number of|count(?:ing)?(?: of)?|total of)\b[^?]{0,80}?\b(?:papers?|"
-                    r"works|submissions|articles|studies|entries|publications)\b|"
-                    r"\bhow many\b[^?]{0,40}\b(?:are there|in (?:this|the) (?:corpus|index|list|"
-                    r"conference))\b", re.I)
-_AUTHORS = re.compile(r"\b(?:who (?:are|were|is|was) (?:the )?authors?|who (?:wrote|authored|"
-                      r"published|proposed|developed)|authors? of|written by|authored by|by whom|"
-                      r"which (?:lab|group|university|institution|team)s?)\b", re.I)
-_NUMBER = re.compile(r"\b(?:how (?:much|fast|large|big|long|well|many (?!papers?|works|"
-                     r"submissions|articles|studies))|by how much|what (?:is |was |are |were )?"
-                     r"(?:the )?(?:accuracy|score|speed-?up|improvement|gain|percentage|error|"
-                     r"rate|size|number|win rate|f1|bleu|auc|performance numbers?|figures?)|"
-                     r"which (?:accuracy|score)|what (?:percent|percentage))\b", re.I)
-_SURVEY = re.compile(r"\b(?:(?:which|what) (?:other )?(?:papers|works|methods|approaches|studies|"
-                     r"techniques|ideas|directions|benchmarks|datasets)|papers? (?:on|about|that|"
-                     r"which|studying|using|proposing)|summari[sz]e|overview|survey|list (?:the |all |"
-                     r"some )?(?:papers|works|methods)|are there (?:any )?(?:papers|works|methods|"
-                     r"approaches)|any (?:papers|work|works) (?:on|about)|recent work|state of the "
-                     r"art (?:on|in|for))\b", re.I)
-_LOOKUP = re.compile(r"\b(?:(?:which|what) (?:paper|work|method|approach|study|model|framework|"
-                     r"system|algorithm)\b|is there a (?:paper|work|method)|(?:find|show me) (?:the|a)"
-                     r" paper|the paper (?:that|which|where|about|on))", re.I)
-_DESCRIBE = re.compile(r"^\s*(?:what|how)\s+(?:does|do|did|is|are|was|were|can)\s+.{1,120}?\b(?:"
-                       r"propos\w*|introduc\w*|present\w*|work|works|do|achiev\w*|report\w*|show\w*|"
-                       r"find|found|use|uses|mean|address\w*|solv\w*|improv\w*|handl\w*|differ\w*|"
-                       r"train\w*|evaluat\w*|contribut\w*|claim\w*|learn\w*|perform\w*)\b|"
-                       r"^\s*(?:explain|describe|summari[sz]e|tell me about)\b|"
-                       r"^\s*what (?:is|are) (?!the best|there)\S", re.I)
-_ASKS_RESULTS = re.compile(r"\b(?:results?|perform\w*|achiev\w*|outperform\w*|show\w*|find|findings|"
-                           r"experiments?|evaluat\w*|beat|gains?|improve\w*|works? well)\b", re.I)
-_ASKS_APPROACH = re.compile(r"\b(?:propos\w*|introduc\w*|how (?:does|do|did) (?:it|they) work|"
-                            r"what is (?:it|the method)|idea|approach|method)\b", re.I)
 #: Stemmed question words too generic to expect in the answering sentence ("what results does it
 #: report?" is answered by a results sentence that need not say "result" or "report").
 GENERIC_TERMS = frozenset("result report show find work method approach perform achiev contribut "
@@ -131,32 +100,6 @@ class Candidate:
     score: float
 
 
-def classify(question: str, *, followup: bool = False, comparison: bool = False) -> str:
-    """The question's type, one of :data:`KINDS` (rule-based; see the module docstring).
-
-    ``followup`` / ``comparison`` come from :mod:`rag.conversation` (a follow-up with history,
-    a comparison with two or more sides found). A follow-up asking for a count, authors or a
-    figure keeps ``followup``: its answer checks the figure itself (:func:`compose`).
-    """
-    if comparison:
-        return "compare"
-    for pattern, kind in ((_COUNT, "count"), (_AUTHORS, "authors")):
-        if pattern.search(question):
-            return kind
-    if followup:
-        return "followup"
-    for pattern, kind in ((_NUMBER, "number"), (_LOOKUP, "lookup"), (_SURVEY, "survey"),
-                          (_DESCRIBE, "describe")):
-        if pattern.search(question):
-            return kind
-    return "lookup"
-
-
-def asks_for_number(question: str) -> bool:
-    """True when the question asks for a figure (accuracy, speed-up, how much ...)."""
-    return bool(_NUMBER.search(question))
-
-
 def question_terms(question: str) -> set[str]:
     """The question's stemmed BM25 terms without words about papers or questions."""
     return set(query_terms(question)) - META_TERMS - _QUESTION_WORDS
@@ -170,14 +113,15 @@ def quotable(paper) -> list[str]:
 
 def candidates(question: str, hits: Sequence[Hit], embedder: Embedder,
                numbers: Sequence[int] | None = None, *, approach_bonus: float = 0.0,
-               background_penalty: float = 0.0, results_bonus: float = 0.0
-               ) -> dict[int, list[Candidate]]:
+               background_penalty: float = 0.0, results_bonus: float = 0.0,
+               aspect: str = "") -> dict[int, list[Candidate]]:
     """Every quotable sentence of the hits numbered ``numbers`` (default all), scored by
     :func:`relevance` (plus ``approach_bonus`` for contribution sentences, minus
     ``background_penalty`` for background ones: :data:`APPROACH_BONUS`,
     :data:`BACKGROUND_PENALTY`; ``results_bonus`` for sentences with the table's strong results
-    cues, when a follow-up asks for results), best first per paper. Keys are hit numbers
-    (1-based)."""
+    cues, when a follow-up asks for results; :data:`APPROACH_BONUS` for sentences that play the
+    part of ``aspect`` limitations, datasets or metrics, :func:`rag.aspects.role_score`), best
+    first per paper. Keys are hit numbers (1-based)."""
     from rag.compare import _CUES
 
     numbers = list(numbers) if numbers is not None else list(range(1, len(hits) + 1))
@@ -194,6 +138,11 @@ def candidates(question: str, hits: Sequence[Hit], embedder: Embedder,
         results = _CUES["Evidence / results"][0][0]
         scores = scores + np.array([results_bonus if results.search(s) else 0.0 for s in flat],
                                    dtype=np.float32)
+    if aspect in ("limitations", "datasets", "metrics"):
+        from rag.aspects import MIN_ROLE, role_score
+
+        scores = scores + np.array([APPROACH_BONUS if role_score(aspect, s, 0.5) >= MIN_ROLE
+                                    else 0.0 for s in flat], dtype=np.float32)
     if background_penalty:
         problem = _CUES["Problem"][0][0]
         first = {sum(len(per[m]) for m in numbers[:i]) for i in range(len(numbers))}
@@ -313,23 +262,28 @@ def group_items(hits: Sequence[Hit], numbers: Sequence[int]) -> list[tuple[str, 
 
 
 def compose(kind: str, question: str, hits: Sequence[Hit], embedder: Embedder, *,
-            focus: Sequence[int] = (1,), comparison=None, min_dense: float = 0.30
-            ) -> list[AnswerSentence]:
-    """The extractive answer's sentences for a question of type ``kind`` (see :data:`KINDS`).
+            focus: Sequence[int] = (1,), comparison=None, min_dense: float = 0.30,
+            aspect: str = "", figures: bool = False) -> list[AnswerSentence]:
+    """The extractive answer's sentences for an answer of type ``kind`` (see :data:`KINDS`).
 
     Args:
-        question: the user's own words for this turn (not the standalone rewrite: a follow-up's
-            added titles would make every sentence of the discussed papers look relevant).
+        question: the plan's query (:attr:`rag.plan.Plan.query`: the turn's own words less its
+            filter words, not a standalone rewrite: a follow-up's added titles would make every
+            sentence of the discussed papers look relevant); it ranks the sentences.
         hits: the answer's papers; markers number them from 1.
         focus: hit numbers of the papers under discussion (follow-ups; compared columns).
         comparison: a :class:`rag.compare.Comparison` for ``compare``.
         min_dense: best-chunk cosine that makes a paper "also relevant" on its own
             (:data:`rag.refusal.MIN_DENSE`).
+        aspect: the part of the papers asked about (:data:`rag.plan.ASPECTS`): its sentences
+            are preferred (an approach, results, limitation, dataset or metric sentence).
+        figures: the turn asks for a figure (a follow-up quotes sentences with numbers).
     Returns:
         Sentences, the direct answer first. Supports are not filled in (:func:`check` does).
     """
     return without_repeats(_compose(kind, question, hits, embedder, focus=focus,
-                                    comparison=comparison, min_dense=min_dense))
+                                    comparison=comparison, min_dense=min_dense, aspect=aspect,
+                                    figures=figures))
 
 
 def without_repeats(sentences: list[AnswerSentence], n: int = 4, max_count: int = 2
@@ -353,7 +307,8 @@ def without_repeats(sentences: list[AnswerSentence], n: int = 4, max_count: int 
     return kept
 
 
-def _compose(kind, question, hits, embedder: Embedder, *, focus, comparison, min_dense):
+def _compose(kind, question, hits, embedder: Embedder, *, focus, comparison, min_dense,
+             aspect: str = "", figures: bool = False):
     if not hits:
         return []
     if kind == "compare" and comparison is not None:
@@ -369,15 +324,18 @@ def _compose(kind, question, hits, embedder: Embedder, *, focus, comparison, min
     if kind == "followup":
         numbers = [n for n in focus if 1 <= n <= len(hits)] or [1]
         cands = candidates(question, hits, embedder, numbers,
-                           approach_bonus=APPROACH_BONUS if _ASKS_APPROACH.search(question) else 0.0,
-                           results_bonus=APPROACH_BONUS if _ASKS_RESULTS.search(question) else 0.0)
-        return _followup(question, hits, numbers, cands)
+                           approach_bonus=APPROACH_BONUS if aspect == "approaches" else 0.0,
+                           results_bonus=APPROACH_BONUS if aspect == "results" else 0.0,
+                           aspect=aspect)
+        return _followup(question, hits, numbers, cands, figures)
     # a description of the contribution is wanted for "which paper ..." and "what does X
     # propose"; "what is the update time of X" wants the sentence that says it
-    pointed = kind == "lookup" or (kind == "describe" and bool(_ASKS_APPROACH.search(question)))
+    pointed = kind == "lookup" or aspect == "approaches"
     cands = candidates(question, hits, embedder,
                        approach_bonus=APPROACH_BONUS if pointed else 0.0,
-                       background_penalty=BACKGROUND_PENALTY if pointed else 0.0)
+                       background_penalty=BACKGROUND_PENALTY if pointed else 0.0,
+                       results_bonus=APPROACH_BONUS if aspect == "results" else 0.0,
+                       aspect=aspect)
     top = hits[0]
     if kind == "count":
         return _count(hits, cands, min_dense)
@@ -414,12 +372,11 @@ def _survey(hits, cands, min_dense) -> list[AnswerSentence]:
     return out
 
 
-def _followup(question, hits, numbers, cands) -> list[AnswerSentence]:
+def _followup(question, hits, numbers, cands, wants_number: bool) -> list[AnswerSentence]:
     names = [f"{title(hits[n - 1])} [{n}]" for n in numbers]
     whose = "abstract of " if len(numbers) == 1 else "abstracts of "
     out = [direct(f"What the {whose}{_and(names)} {'says' if len(numbers) == 1 else 'say'} "
                   "about this:", numbers)]
-    wants_number = asks_for_number(question)
     qt = question_terms(question) - GENERIC_TERMS
     for n in numbers:
         quotes = best_quotes(cands[n], FOLLOWUP_QUOTES)
@@ -505,7 +462,7 @@ def check(sentences: list[AnswerSentence], hits: Sequence[Hit], embedder: Embedd
     sentences (``claim``) keep the support :func:`rag.grounding.ground` gave them."""
     rows: list[tuple[int, str, list[int]]] = []
     for i, s in enumerate(sentences):
-        if s.kind in ("heading", "note", "metadata", "claim") or not s.citations:
+        if s.kind in ("heading", "note", "metadata", "claim", "bibtex") or not s.citations:
             continue  # claims were scored by rag.grounding.ground, in their own context
         if s.kind == "direct" and len(s.citations) > 1:
             for n in s.citations:
@@ -532,6 +489,8 @@ def render(sentences: Sequence[AnswerSentence], table_markdown: str = "") -> str
     for i, s in enumerate(sentences):
         if s.kind == "quote":
             blocks.append(f"> {s.text}")
+        elif s.kind == "bibtex":
+            blocks.append(f"```bibtex\n{s.text.strip()}\n```")
         elif s.kind == "item":
             blocks.append(f"- {s.text}")
         else:

@@ -22,7 +22,7 @@ from pathlib import Path
 from statistics import mean
 from typing import TYPE_CHECKING
 
-from rag.conversation import Turn
+from rag.history import Turn
 from rag.errors import PaperchatError
 
 if TYPE_CHECKING:

@@ -31,7 +31,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
-from rag.conversation import Turn, turn_after
+from rag.history import Turn, turn_after
 from rag.evaluate import TYPES, load_queries
 from rag.guards import answer_max_repeat, count_leaks
 

@@ -15,7 +15,14 @@ Line format: ``{"qid", "category", "question", "turns": null | [earlier turns], 
 * ``no_hits``: true; ``kind``: the answer's kind;
 * ``text_has``: [str] each occurs in the answer text (case-insensitive);
 * ``standalone_has``: [str] each occurs in the standalone question; ``standalone_lacks``: [str];
-* ``comparison``: [ids] the compared papers, exactly, in any order.
+* ``comparison``: [ids] the compared papers, exactly, in any order;
+* ``within_previous``: true, every hit was among the previous answer's hits;
+  ``top1_is_previous``: n, the first hit is hit number n of the previous answer;
+* ``hits_min`` / ``hits_max``: n, bounds on the number of hits;
+* ``text_has_any``: [str] at least one occurs in the answer text (case-insensitive);
+* ``bibtex_for``: [ids] the answer text holds BibTeX entries (parsed with bibtexparser) for
+  exactly these papers (an entry names its paper by the OpenReview id in its url);
+* ``top1_rating``: x, the first hit's mean rating equals x (2 decimals).
 
 The report gives the share of checks passed, per category and overall, and every failed check.
 """
@@ -47,10 +54,25 @@ def _first_number(text: str) -> int | None:
     return int(m.group(1).replace(",", "")) if m else None
 
 
-def check_answer(expect: dict, ans) -> list[tuple[str, bool, str]]:
+def bibtex_ids(text: str) -> list[str]:
+    """OpenReview ids of the BibTeX entries in ``text`` (from each entry's ``url`` field, read
+    with bibtexparser); entries without such a url count as ``""``."""
+    import bibtexparser
+
+    found = []
+    for block in re.findall(r"```(?:bibtex)?\n(.*?)```", text, re.S) or [text]:
+        for entry in bibtexparser.parse_string(block).entries:
+            url = entry.fields_dict.get("url")
+            m = re.search(r"[?&]id=([\w-]+)", url.value if url else "")
+            found.append(m.group(1) if m else "")
+    return found
+
+
+def check_answer(expect: dict, ans, previous=None) -> list[tuple[str, bool, str]]:
     """``(check name, passed, what was seen)`` for each check of ``expect`` on ``ans`` (an
-    :class:`rag.types.Answer`)."""
+    :class:`rag.types.Answer`); ``previous`` is the answer of the turn before (or None)."""
     ids = [h.id for h in ans.hits]
+    before = [h.id for h in previous.hits] if previous is not None else []
     out: list[tuple[str, bool, str]] = []
 
     def add(name, ok, seen):
@@ -102,6 +124,26 @@ def check_answer(expect: dict, ans) -> list[tuple[str, bool, str]]:
                 ans.standalone_question)
         elif name == "comparison":
             add(name, set(ans.comparison_ids) == set(want), ans.comparison_ids)
+        elif name == "within_previous":
+            add(name, bool(ids) and set(ids) <= set(before) if want else True, ids)
+        elif name == "top1_is_previous":
+            add(name, bool(ids) and len(before) >= want and ids[0] == before[want - 1],
+                (ids[:1], before[want - 1:want]))
+        elif name == "hits_min":
+            add(name, len(ids) >= want, len(ids))
+        elif name == "hits_max":
+            add(name, len(ids) <= want, len(ids))
+        elif name == "text_has_any":
+            add(name, any(w.lower() in ans.text.lower() for w in want), ans.text[:200])
+        elif name == "bibtex_for":
+            try:
+                got = bibtex_ids(ans.text)
+            except Exception as exc:  # noqa: BLE001 - an unparsable entry fails the check
+                got = [f"unparsable: {exc}"]
+            add(name, sorted(got) == sorted(want), got)
+        elif name == "top1_rating":
+            mean = (ans.hits[0].paper.rating or {}).get("mean") if ans.hits else None
+            add(name, mean is not None and abs(mean - want) < 0.005, mean)
         else:
             raise PaperchatError(f"unknown check {name!r}")
     return out
@@ -116,7 +158,7 @@ def run_checks(path: str | Path, settings: Settings, *, pipeline=None,
     "question", "check", "seen"}]}``.
     """
     from rag.answer import answer
-    from rag.conversation import turn_after
+    from rag.history import turn_after
     from rag.pipeline import Pipeline
 
     rows = load_checks(path)
@@ -124,7 +166,7 @@ def run_checks(path: str | Path, settings: Settings, *, pipeline=None,
     by_cat: dict[str, dict[str, int]] = {}
     failures = []
     for q in rows:
-        history = []
+        history, prev = [], None
         for turn in q.get("turns") or []:
             prev = answer(turn, retriever=pipe.retriever, generator=pipe.generator,
                           settings=settings, history=history)
@@ -132,7 +174,7 @@ def run_checks(path: str | Path, settings: Settings, *, pipeline=None,
         ans = answer(q["question"], retriever=pipe.retriever, generator=pipe.generator,
                      settings=settings, history=history)
         cat = by_cat.setdefault(q.get("category", "other"), {"checks": 0, "passed": 0})
-        for name, ok, seen in check_answer(q["expect"], ans):
+        for name, ok, seen in check_answer(q["expect"], ans, prev):
             cat["checks"] += 1
             cat["passed"] += ok
             if not ok:

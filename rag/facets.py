@@ -22,18 +22,6 @@ from rag.types import AnswerSentence, Hit, Paper
 RATED_POOL = 20
 #: Papers listed under a count or a listing (the rest are counted, not shown).
 LISTED = 10
-# What a count question says before its topic: "how many papers are about", "number of works on"
-_COUNT_LEAD = re.compile(
-    r"^\s*(?:(?:how many|the number of|number of|count(?: of)?|total of)\s+(?:\w+\s+){0,2}?"
-    r"(?:papers?|works?|submissions?|articles?|studies|entries|publications)\s*"
-    r"(?:(?:are|were|is|was|did|do|have|has)\s+)?(?:there\s+)?(?:(?:in|at|from)\s+(?:this|the)\s+"
-    r"(?:index|list|corpus|conference)\s+)?(?:(?:that\s+)?(?:are\s+|were\s+)?(?:about|on|"
-    r"studying|study|use|using|propose|proposing|address|addressing|mention|mentioning|"
-    r"concerning|regarding|related to|deal(?:ing)? with|focus(?:ing)? on|in)\s+)?)", re.I)
-_TRAILER = re.compile(r"\s*(?:(?:in|at|from)\s+(?:this|the)\s+(?:index|list|corpus|conference)|"
-                      r"(?:at|in)\s+ICLR(?:\s+\d{4})?|are there|there are)?\s*[?.!]*\s*$", re.I)
-
-
 def describe(filters: Filters | None) -> str:
     """The filters as the answer states them: ``status=oral, primary_area=optimization``."""
     return ", ".join(filters.as_strings()) if filters else ""
@@ -44,23 +32,16 @@ def matching(papers: dict[str, Paper], filters: Filters | None) -> list[Paper]:
     return [p for _, p in sorted(papers.items()) if not filters or filters.matches(p)]
 
 
-def by_rating(papers: Sequence[Paper]) -> list[Paper]:
-    """``papers`` sorted by mean rating, best first (ties: more reviews first; unrated last,
-    in their given order)."""
+def by_rating(papers: Sequence[Paper], descending: bool = True) -> list[Paper]:
+    """``papers`` sorted by mean rating, best first (``descending``) or worst first (ties:
+    more reviews first; unrated last, in their given order)."""
+    sign = -1 if descending else 1
+
     def key(p: Paper):
         r = p.rating
-        return (0, -r["mean"], -r["n"]) if r else (1, 0.0, 0)
+        return (0, sign * r["mean"], -r["n"]) if r else (1, 0.0, 0)
 
     return sorted(papers, key=key)
-
-
-def topic_of(question: str) -> str:
-    """The topic of a count question: its words after "how many papers are about" and before
-    "in this index?" ("How many papers are about reinforcement learning?" -> "reinforcement
-    learning"); ``""`` when there is none."""
-    rest = _COUNT_LEAD.sub("", question, count=1)
-    rest = _TRAILER.sub("", rest).strip(" ,;:")
-    return rest if rest != question.strip() else _TRAILER.sub("", question).strip()
 
 
 def phrase_pattern(topic: str) -> re.Pattern:
@@ -102,7 +83,7 @@ def rated_item(hit: Hit, n: int, c) -> AnswerSentence:
     return s
 
 
-def facet_answer(question: str, papers: dict[str, Paper], filters: Filters | None,
+def facet_answer(papers: dict[str, Paper], filters: Filters | None,
                  k: int) -> tuple[list[AnswerSentence], list[Hit]]:
     """A count or list of the papers matching ``filters``, no topic: the exact number, then
     the first ``k`` by mean rating as the answer's papers. Returns (sentences, hits)."""

@@ -62,6 +62,7 @@ def answer_json(ans: Answer, filters=None) -> dict:
         "filters_applied": (list(ans.filters_applied) if ans.filters_applied
                             else filters.as_strings() if filters else []),
         "model": ans.model,
+        "plan": dict(ans.plan),
     }
 
 

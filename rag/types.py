@@ -166,8 +166,9 @@ class Citation:
 #: (template text around paper titles); ``quote`` an abstract sentence quoted exactly; ``item`` a
 #: list line: a paper's title and one quoted sentence; ``heading`` template text with no claim
 #: ("Also relevant:"); ``note`` a plain statement about what the abstracts cannot say; ``metadata``
-#: a fact from the paper list (authors); ``claim`` a sentence the model wrote.
-SENTENCE_KINDS = ("direct", "quote", "item", "heading", "note", "metadata", "claim")
+#: a fact from the paper list (authors); ``claim`` a sentence the model wrote; ``bibtex`` BibTeX
+#: entries of the papers it cites (shown as a code block).
+SENTENCE_KINDS = ("direct", "quote", "item", "heading", "note", "metadata", "claim", "bibtex")
 
 
 @dataclass
@@ -192,7 +193,7 @@ class AnswerSentence:
     @property
     def is_claim(self) -> bool:
         """True when the sentence says something about a paper (counted by the checks)."""
-        return self.kind not in ("heading", "note")
+        return self.kind not in ("heading", "note", "bibtex")
 
 
 @dataclass
@@ -216,7 +217,7 @@ class Answer:
     compared papers, or the papers a follow-up asked about): the next turn's follow-ups refer to
     them. ``filters_applied`` lists every filter the search used, as ``FIELD=VALUE`` /
     ``rating>=6`` strings (:meth:`rag.filters.Filters.as_strings`): the caller's and those read
-    from the question's words ("oral papers on ...", :mod:`rag.intent`).
+    from the question's words ("oral papers on ...", :mod:`rag.slots`).
     """
 
     question: str
@@ -235,3 +236,5 @@ class Answer:
     model: str = ""
     about_ids: list[str] = field(default_factory=list)
     filters_applied: list[str] = field(default_factory=list)
+    #: The turn's plan (:meth:`rag.plan.Plan.to_json`): which papers, then what was done.
+    plan: dict = field(default_factory=dict)

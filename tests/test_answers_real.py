@@ -14,7 +14,7 @@ import pytest
 
 from rag import prompts
 from rag.answer import answer, resolve_mode
-from rag.conversation import turn_after
+from rag.history import turn_after
 from rag.guards import answer_max_repeat, count_leaks, leak_reason
 from rag.text import normalise
 from tests.conftest import SEED

@@ -132,9 +132,9 @@ COMPARISON = ("How does the paper on refining hybrid genetic search for CVRP wit
 
 
 def test_one_word_side_is_a_comparison():
-    from rag.conversation import split_comparison
+    from rag.slots import comparison_sides
 
-    assert split_comparison(COMPARISON)[1] == "StepORLM"
+    assert comparison_sides(COMPARISON)[1] == "StepORLM"
 
 
 def test_comparison_answer_end_to_end(fake_index, scripted):

@@ -30,26 +30,6 @@ def hits():
     return [Hit(ROUTE, 3.0, dense=0.6), Hit(BOUND, 2.0, dense=0.45), Hit(OTHER, 0.1, dense=0.05)]
 
 
-@pytest.mark.parametrize("question,kind", [
-    ("Which paper proposes a graph transformer for fleet routing?", "lookup"),
-    ("How many papers are about vehicle routing?", "count"),
-    ("Who are the authors of FleetNet?", "authors"),
-    ("By how much does FleetNet reduce route length?", "number"),
-    ("Which papers study vehicle routing?", "survey"),
-    ("Summarize work on routing heuristics", "survey"),
-    ("What does FleetNet propose?", "describe"),
-    ("graph transformer for delivery routes", "lookup"),
-])
-def test_classify(question, kind):
-    assert compose.classify(question) == kind
-
-
-def test_classify_conversation_flags():
-    assert compose.classify("What does it propose?", followup=True) == "followup"
-    assert compose.classify("Who wrote it?", followup=True) == "authors"
-    assert compose.classify("how do A and B differ", comparison=True) == "compare"
-
-
 def test_lookup_quotes_the_best_paper_and_lists_the_relevant_others(fake_embedder):
     out = compose.compose("lookup", "graph transformer that builds routes for delivery fleets",
                           hits(), fake_embedder)

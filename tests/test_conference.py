@@ -97,7 +97,7 @@ def test_title_names(title, name):
      "applications to computer vision, audio, language, and other modalities"], "papers"),
 ])
 def test_filters_said_in_words(question, filters, query):
-    from rag.intent import read
+    from rag.slots import read_filters as read
 
     intent = read(question, areas=AREAS)
     assert sorted(intent.filters.as_strings()) == sorted(filters)
@@ -109,17 +109,17 @@ def test_filters_said_in_words(question, filters, query):
     "papers on reinforcement learning for robotics", "What is the update time of the sparsifier?",
     "a widely accepted assumption in optimization theory"])
 def test_topics_are_not_read_as_filters(question):
-    from rag.intent import read
+    from rag.slots import read_filters as read
 
     intent = read(question, areas=AREAS)
     assert not intent.filters and intent.query == question
 
 
 def test_highest_rated_asks_for_an_order_not_a_filter():
-    from rag.intent import read
+    from rag.slots import read_filters as read
 
     intent = read("highest-rated papers on speculative decoding", areas=AREAS)
-    assert intent.sort == "rating" and not intent.filters
+    assert intent.sort_phrase == "highest-rated" and not intent.filters
     assert intent.query == "papers on speculative decoding"
 
 
@@ -128,7 +128,7 @@ def test_highest_rated_asks_for_an_order_not_a_filter():
     ("Quelles méthodes accélèrent la diffusion ?", False, "Quelles méthodes accélèrent la diffusion ?"),
     ("What is GRPO?", False, "What is GRPO?")])
 def test_questions_in_another_script(question, foreign, query):
-    from rag.intent import read
+    from rag.slots import read_filters as read
 
     intent = read(question)
     assert intent.foreign is foreign and intent.query == query
@@ -136,7 +136,7 @@ def test_questions_in_another_script(question, foreign, query):
 
 
 def test_has_topic():
-    from rag.intent import has_topic
+    from rag.slots import has_topic
 
     assert not has_topic("How many papers?") and not has_topic("") and not has_topic("list the papers")
     assert has_topic("papers on diffusion") and has_topic("GRPO")
@@ -157,8 +157,8 @@ def test_facet_count_is_exact_and_lists_by_rating():
         _paper("a", "Accept (Oral)", ratings=[6, 8]), _paper("b", "Accept (Oral)", ratings=[8, 8]),
         _paper("c", "Accept (Oral)", area="learning theory", ratings=[10]),
         _paper("d", "Accept (Poster)", ratings=[9]), _paper("e", "Accept (Oral)")]}
-    sentences, hits = facet_answer("How many oral papers are in the optimization area?", papers,
-                                   Filters.parse(["status=oral", "primary_area=optimization"]), 10)
+    sentences, hits = facet_answer(papers, Filters.parse(["status=oral",
+                                                          "primary_area=optimization"]), 10)
     assert sentences[0].text.startswith("3 of the 5 papers in this index match")
     assert [h.id for h in hits] == ["b", "a", "e"]  # mean 8, mean 7, unrated last
     assert "(rating 8 · 2 reviews" in sentences[2].text or "(rating 8.0 · 2 reviews" in sentences[2].text
@@ -169,8 +169,7 @@ def test_facet_count_of_nothing_says_what_the_index_holds():
     from rag.filters import Filters
 
     papers = {"a": _paper("a"), "b": _paper("b", "Accept (Oral)")}
-    sentences, hits = facet_answer("How many papers were withdrawn?", papers,
-                                   Filters.parse(["status=withdrawn"]), 10)
+    sentences, hits = facet_answer(papers, Filters.parse(["status=withdrawn"]), 10)
     assert hits == [] and "No paper in this index matches status=withdrawn" in sentences[0].text
     assert "1 Accept (Poster)" in sentences[0].text and "1 Accept (Oral)" in sentences[0].text
 
@@ -181,10 +180,9 @@ def test_facet_count_of_nothing_says_what_the_index_holds():
     ("Number of papers on KV cache compression", "KV cache compression"),
     ("How many papers are there?", "")])
 def test_topic_of_a_count_question(question, topic):
-    from rag.facets import topic_of
-    from rag.intent import has_topic
+    from rag.slots import count_topic, has_topic
 
-    got = topic_of(question)
+    got = count_topic(question)
     assert got == topic or (not topic and not has_topic(got))
 
 
@@ -213,21 +211,34 @@ def test_topic_count_rule_counts_phrases_in_title_keywords_or_abstract():
     ("What about its results?", None), ("And for that paper?", None),
     ("What results does it report?", None), ("protein folding", None)])
 def test_new_subject(question, subject):
-    from rag.conversation import new_subject
+    from rag.slots import new_subject
 
     assert new_subject(question) == subject
 
 
 def test_a_new_subject_replaces_the_previous_one_instead_of_stacking():
-    from rag.conversation import Turn, with_new_subject
+    from rag.history import Turn
+    from rag.operations import resolve_refine
+    from rag.plan import Plan
 
-    first = Turn("Which papers study KV cache compression?",
-                 "Which papers study KV cache compression?")
-    second = Turn("And for vision transformers?",
-                  with_new_subject("And for vision transformers?", [first]))
-    assert second.standalone == "Which papers study KV cache compression for vision transformers?"
-    assert with_new_subject("What about diffusion models?", [first, second]) == \
-        "Which papers study KV cache compression for diffusion models?"
+    asked = Plan("search", "survey", topic="KV cache compression",
+                 query="Which papers study KV cache compression?")
+    first = Turn(asked.query, asked.query, kind="survey", plan=asked.to_json())
+    second_plan = resolve_refine(Plan("search", "refine", topic="vision transformers",
+                                      query="And for vision transformers?"), [first])
+    assert second_plan.op == "survey"
+    assert second_plan.query == "Which papers study KV cache compression for vision transformers?"
+    second = Turn("And for vision transformers?", second_plan.query, kind="survey",
+                  plan=second_plan.to_json())
+    third = resolve_refine(Plan("search", "refine", topic="diffusion models",
+                                query="What about diffusion models?"), [first, second])
+    assert third.query == "Which papers study KV cache compression for diffusion models?"
+    # a "refine" with no new subject and no new filter is a question of its own
+    alone = resolve_refine(Plan("search", "refine", topic="protein folding",
+                                query="protein folding"), [first])
+    assert alone.query == "protein folding" and alone.op == "survey"
+    assert resolve_refine(Plan("search", "refine", query="only orals", filters=["status=oral"]),
+                          [first]).query == asked.query
 
 
 @pytest.mark.parametrize("question,sides", [
@@ -242,9 +253,9 @@ def test_a_new_subject_replaces_the_previous_one_instead_of_stacking():
     ("papers on pruning or quantization", None),
     ("Is the paper on pruning better, or the one on quantization?", None)])
 def test_described_comparisons_are_split(question, sides):
-    from rag.conversation import split_comparison
+    from rag.slots import comparison_sides
 
-    assert split_comparison(question) == sides
+    assert comparison_sides(question) == sides
 
 
 # --- the checks runner -----------------------------------------------------------------------------
@@ -337,7 +348,7 @@ def _dev_rows():
 def test_dev_conference_question(row, accepted_pipeline):
     """Each question of the dev file with the real models on the accepted list: every check."""
     from rag.answer import answer
-    from rag.conversation import turn_after
+    from rag.history import turn_after
     from rag.evaluate_checks import check_answer
 
     pipe = accepted_pipeline
@@ -376,7 +387,7 @@ def test_a_year_every_paper_has_is_no_filter_and_another_year_matches_nothing(fa
 
 def test_filters_in_words_start_a_new_search_not_a_follow_up(fake_index):
     from rag.answer import answer
-    from rag.conversation import turn_after
+    from rag.history import turn_after
 
     settings, retriever = fake_index
     first = answer("Which paper proposes StepORLM?", retriever=retriever,
@@ -400,17 +411,9 @@ def test_filters_in_words_start_a_new_search_not_a_follow_up(fake_index):
 def test_hostile_questions_are_read_quickly_without_errors(question):
     import time
 
-    from rag.intent import read
+    from rag.slots import read_filters as read
 
     t0 = time.perf_counter()
     intent = read(question, areas=AREAS)
     assert time.perf_counter() - t0 < 2.0  # generous: measured 1-20 ms; a backtracking regex takes minutes
     assert all(len(s) < 200 for s in intent.filters.as_strings())
-
-
-def test_papers_that_opens_a_new_search_not_a_follow_up():
-    from rag.conversation import is_followup
-
-    assert not is_followup("papers that fine-tune Llama 3 8B")
-    assert not is_followup("papers on diffusion")
-    assert is_followup("What results does it report?")

@@ -259,7 +259,7 @@ def test_markers_only_answer_falls_back_to_the_best_evidence(fake_index, scripte
     # the model wrote no sentence: the answer says so and quotes the best paper instead
     assert ans.mode == "generative" and not ans.unsupported
     assert ans.sentences[1].kind == "note" and "wrote nothing" in ans.sentences[1].text
-    quotes = [s for s in ans.sentences if s.kind == "quote"]
+    quotes = [s for s in ans.sentences if s.kind in ("quote", "item") and s.quote]
     assert quotes and quotes[0].citations == [1] and quotes[0].quote in ans.text
     assert all(s.supported for s in ans.sentences)
     assert [c.n for c in ans.citations][0] == 1

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from rag.conversation import Turn, is_followup, split_comparison, standalone_question
+from rag.history import Turn
+from rag.plan import Plan
+from rag.slots import comparison_sides
 from rag.filters import FilterError, Filters
 from rag.retrieve import Ranking, rrf
 from rag.types import Paper
@@ -82,24 +84,22 @@ def test_status_filter_uses_chroma_where(fake_index):
     assert res.hits == []  # the seed corpus has no orals
 
 
-@pytest.mark.parametrize("question,expected", [
-    ("What baselines did they beat?", True),
-    ("Does it always run the slow careful reasoning, or only in some cases?", True),
-    ("What quantities does their bound depend on?", True),
-    ("Which papers use diffusion models for protein design?", False),
-    ("Is there theory on whether a GNN that can tell more graphs apart generalizes worse?", False),
-])
-def test_followup_detection(question, expected):
-    assert is_followup(question) is expected
 
+def test_a_plan_about_the_paper_under_discussion_names_it(fake_index):
+    from rag.operations import select
 
-def test_followup_is_rewritten_about_the_previous_paper():
-    paper = Paper("p1", "Dynamic Kernel Graph Sparsifiers", "abstract")
+    settings, retriever = fake_index
+    paper = retriever.papers["ZLJsJ8IWUz"]
     history = [Turn("Which paper maintains sparsifiers of kernel graphs?", papers=[paper])]
-    standalone, about = standalone_question("How fast are their updates?", history)
-    assert about is paper
-    assert "Dynamic Kernel Graph Sparsifiers" in standalone and standalone.startswith("How fast")
-    assert standalone_question("How fast are their updates?", []) == ("How fast are their updates?", None)
+    plan = Plan("focus", "describe", query="How fast are their updates?",
+                said="How fast are their updates?")
+    sel = select(plan, history, retriever, settings, k=5)
+    assert sel.hits[0].id == "ZLJsJ8IWUz" and sel.focus[0] == 1 and not sel.refused
+    assert sel.standalone.startswith("How fast") and paper.title in sel.standalone
+    assert plan.ids[0] == "ZLJsJ8IWUz"
+    # without a previous answer the same plan searches its own words
+    alone = select(plan, [], retriever, settings, k=5)
+    assert alone.searched and "(about:" not in alone.standalone
 
 
 def test_followup_retrieves_the_previous_papers_first(fake_index, scripted):
@@ -115,15 +115,18 @@ def test_followup_retrieves_the_previous_papers_first(fake_index, scripted):
     assert prev.title in standalone
 
 
-def test_retrieval_query_of_a_followup_carries_the_previous_question():
-    from rag.conversation import retrieval_query
+def test_a_followups_own_search_carries_the_previous_question(fake_index, monkeypatch):
+    from rag.operations import select
 
+    settings, retriever = fake_index
+    asked = []
+    search = retriever.search
+    monkeypatch.setattr(retriever, "search", lambda q, **kw: asked.append(q) or search(q, **kw))
     history = [Turn("Which paper keeps a sparsifier of a kernel graph?", "Which paper keeps a "
-                    "sparsifier of a kernel graph?", [Paper("p", "T", "a")])]
-    assert retrieval_query("How fast are its updates?", history) == (
-        "Which paper keeps a sparsifier of a kernel graph? How fast are its updates?")
-    assert retrieval_query("Which papers study bilevel optimization?", history) == (
-        "Which papers study bilevel optimization?")
+                    "sparsifier of a kernel graph?", [retriever.papers["ZLJsJ8IWUz"]])]
+    select(Plan("focus", "describe", query="How fast are its updates?"), history, retriever,
+           settings, k=5)
+    assert asked == ["Which paper keeps a sparsifier of a kernel graph? How fast are its updates?"]
 
 
 @pytest.mark.parametrize("question,sides", [
@@ -136,7 +139,7 @@ def test_retrieval_query_of_a_followup_carries_the_previous_question():
     ("Which papers study bilevel optimization?", None),
 ])
 def test_split_comparison(question, sides):
-    assert split_comparison(question) == sides
+    assert comparison_sides(question) == sides
 
 
 def test_comparison_returns_both_papers(fake_index):
@@ -172,43 +175,38 @@ def test_a_named_index_that_does_not_exist_says_how_to_build_it(settings, fake_e
         ensure_index(settings, fake_embedder, name="mine")
 
 
-@pytest.mark.parametrize("question,n", [
-    ("Compare these three papers", 3),
-    ("compare the two papers", 2),
-    ("How do they differ?", 3),
-    ("What are the differences between them?", 3),
-    ("Which papers use GRPO?", None),
-    ("compare the papers", 3),
-    ("Compare the papers on test-time scaling for reasoning", None),  # a topic of its own
-    ("compare the methods that use GRPO", None),
+@pytest.mark.parametrize("plan,compared", [
+    (Plan("previous", "compare"), ["p1", "p2", "p3"]),          # "compare these papers"
+    (Plan("previous", "compare", n=2), ["p1", "p2"]),             # "compare the two papers"
+    (Plan("positions", "compare", positions=[1, 3]), ["p1", "p3"]),  # "[1] vs [3]"
+    (Plan("positions", "compare", positions=[2, 4]), ["p2", "p4"]),  # "compare paper 2 and 4"
+    (Plan("focus", "compare"), ["p1", "p2"]),                     # "how do they differ?"
 ])
-def test_compare_the_previous_answers_papers(question, n):
-    from rag.conversation import previous_papers_to_compare
+def test_compare_the_previous_answers_papers(fake_index, plan, compared):
+    from rag.operations import run, select
 
-    papers = [Paper(f"p{i}", f"Title {i}", "a") for i in range(5)]
-    got = previous_papers_to_compare(question, [Turn("q", papers=papers)])
-    assert (None if got is None else [p.id for p in got]) == (
-        None if n is None else [f"p{i}" for i in range(n)])
-    assert previous_papers_to_compare(question, []) is None
+    settings, retriever = fake_index
+    papers = [Paper(f"p{i}", f"Title {i}", f"Abstract {i} about graphs.") for i in range(1, 6)]
+    retriever.papers.update({p.id: p for p in papers})
+    turn = Turn("q", papers=papers, focus=2, numbered=dict(enumerate(papers, start=1)))
+    sel = select(plan, [turn], retriever, settings, k=5, evidence=False)
+    done = run(plan, sel, retriever, settings)
+    assert done.kind == "compare" and [c.hit.id for c in done.table.columns] == compared
 
 
-@pytest.mark.parametrize("question,compared,discussed", [
-    ("How does the first one differ from the second?", ["p1", "p2"], ["p1", "p2"]),
-    ("[1] vs [3]", ["p1", "p3"], ["p1", "p3"]),
-    ("Compare paper 2 and paper 4", ["p2", "p4"], ["p2", "p4"]),
-    ("What datasets does the second paper evaluate on?", None, ["p2"]),
-    ("What does the third one propose?", None, ["p3"]),
-    ("How does [2] differ from [9]?", None, ["p2"]),   # [9] was not shown
-    ("What is the first paper to use GRPO?", None, []),  # a question of its own
+@pytest.mark.parametrize("positions,ids,note", [
+    ([2], ["p2"], False), ([3], ["p3"], False), ([2, 9], ["p2"], True),  # [9] was not shown
 ])
-def test_papers_named_by_their_number_in_the_previous_answer(question, compared, discussed):
-    from rag.conversation import discussed_papers, previous_papers_to_compare
+def test_papers_named_by_their_number_in_the_previous_answer(fake_index, positions, ids, note):
+    from rag.operations import select
 
+    settings, retriever = fake_index
     papers = [Paper(f"p{i}", f"Title {i}", "a") for i in range(1, 6)]
     turn = Turn("q", papers=papers, numbered={n: p for n, p in enumerate(papers, start=1)})
-    got = previous_papers_to_compare(question, [turn])
-    assert (None if got is None else [p.id for p in got]) == compared
-    assert [p.id for p in discussed_papers(question, [turn])] == discussed
+    sel = select(Plan("positions", "describe", positions=positions), [turn], retriever, settings,
+                 k=5, evidence=False)
+    assert [h.id for h in sel.hits] == ids
+    assert any("[9]" in s.text for s in sel.notes) == note
 
 
 def test_compare_these_papers_answers_with_a_table(fake_index, scripted):
@@ -218,7 +216,8 @@ def test_compare_these_papers_answers_with_a_table(fake_index, scripted):
     prev = [retriever.papers[i] for i in ("aITKXFeivk", "ZrgxU8WMmG", "YgudIlQ9nC")]
     scripted.enqueue("They differ [1][2].")
     ans = answer("Compare these three papers", retriever=retriever, generator=scripted,
-                 settings=settings, history=[Turn("q", papers=prev)])
+                 settings=settings, history=[Turn("q", papers=prev, kind="survey",
+                                                  numbered=dict(enumerate(prev, start=1)))])
     assert [h.id for h in ans.hits] == [p.id for p in prev]
     assert ans.comparison is not None and len(ans.comparison[0]) == 4  # aspect + 3 papers
 

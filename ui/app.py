@@ -6,7 +6,7 @@ no analytics, no share link, bound to 127.0.0.1, no extra ``allowed_paths``, sys
 (the default theme would fetch Google Fonts), and a warning on stderr when binding another
 address without ``--auth``.
 
-Per browser session (``gr.State``, never global): the list of :class:`rag.conversation.Turn`
+Per browser session (``gr.State``, never global): the list of :class:`rag.history.Turn`
 that follow-ups are resolved against, the session's answers (for export), and the filters the
 user removed from the last question. Generation is serialised (one event at a time in the
 ``generate`` concurrency group) because the in-process model is.
@@ -240,8 +240,8 @@ def is_loopback(host: str) -> bool:
 
 
 def turn_for(answer):
-    """The :class:`Turn` an answer leaves for follow-ups (:func:`rag.conversation.turn_after`)."""
-    from rag.conversation import turn_after
+    """The :class:`Turn` an answer leaves for follow-ups (:func:`rag.history.turn_after`)."""
+    from rag.history import turn_after
 
     return turn_after(answer)
 

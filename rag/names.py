@@ -1,0 +1,162 @@
+"""Paper names: how a turn can name a paper, and an index of the names an index's papers use.
+
+A coined method or model name (StepORLM, RFTHGS, Part-X-MLLM, llama3) is written in any case and
+spacing, so names are compared folded (:func:`fold`). :class:`NameIndex` knows, for one list of
+papers, the names their titles give their methods ("StepORLM: ..."), the name-like words of
+their titles and abstracts (:func:`_coined`: CamelCase, five or more capitals, letters with
+digits, capitals then lower case) that at most :data:`MAX_NAMED_PAPERS` papers use (a name many papers
+use, such as GRPO or LoRA, is a topic, not a paper), and the first words of every title, so that
+a turn quoting a title names its paper. :mod:`rag.understand` reads a turn's names through it;
+:meth:`rag.retrieve.Retriever.named` ranks named papers first.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from typing import Iterable, Sequence
+
+from rag.slots import fold_name
+from rag.types import Paper
+
+WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9+_.-]*[A-Za-z0-9+]|[A-Za-z0-9]")
+#: A name-like word names papers when at most this many papers use it, and at most
+#: :data:`MAX_NAMED_SHARE` of the index (in a 19-paper list, "LLM" in 3 papers is a topic).
+MAX_NAMED_PAPERS = 3
+MAX_NAMED_SHARE = 0.05
+#: Words of a title that a turn must repeat, in order, to name the paper by its title.
+TITLE_WORDS = 4
+
+
+def fold(text: str) -> str:
+    """:func:`rag.slots.fold_name` of the NFKC form: names compare regardless of case,
+    hyphens and spacing (``Part-X-MLLM``, ``part x mllm`` -> ``partxmllm``; ``F²SA`` -> ``f2sa``)."""
+    return fold_name(unicodedata.normalize("NFKC", text))
+
+
+def name_like(word: str) -> bool:
+    """True for a word written like a coined method or model name: a capital right after a
+    lower-case letter (StepORLM, LoRA, DreamOn, pySpatial), five or more capitals (RFTHGS; not
+    the field's short acronyms: ECG, PSNR), letters with digits (llama3, Qwen2.5), or inner
+    hyphens with a capital (Part-X-MLLM)."""
+    letters = [c for c in word if c.isalpha()]
+    if not letters:
+        return False
+    camel = any(a.islower() and b.isupper() for a, b in zip(word, word[1:]))
+    caps = sum(c.isupper() for c in letters) >= 5 and all(c.isupper() for c in letters)
+    digits = any(c.isdigit() for c in word) and len(letters) >= 2
+    parts = [x for x in word.split("-") if x]
+    hyphen = len(parts) >= 2 and sum(any(c.isupper() for c in x) for x in parts) >= 2
+    return camel or caps or digits or hyphen
+
+
+def question_names(question: str) -> list[str]:
+    """The name-like words of ``question`` (:func:`name_like`), in order, at least 3 letters
+    or digits long once folded."""
+    return [w for w in WORD.findall(question) if name_like(w) and len(fold(w)) >= 3]
+
+
+def title_name(title: str) -> str:
+    """The folded name a title gives its method: the part before ":" when it is one
+    :func:`name_like` word ("StepORLM: A Self-Evolving ..." -> ``steporlm``; not "Never
+    Saddle: ..." or "Prism: ...", which are plain words), else ``""``."""
+    head, sep, _ = title.partition(":")
+    head = head.strip()
+    if not sep or len(head.split()) != 1 or not name_like(head):
+        return ""
+    return fold(head)
+
+
+def _plain(text: str) -> list[str]:
+    """Lower-case ASCII words of ``text`` (accents and punctuation dropped), for title matches."""
+    folded = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode().lower()
+    return re.findall(r"[a-z0-9]+", folded)
+
+
+_CAPS_PREFIX = re.compile(r"^[A-Z]{2,}[a-z]{2,}[A-Za-z0-9]*$")
+
+
+def _coined(word: str) -> bool:
+    """A word written like a coined name: :func:`name_like` (StepORLM, RFTHGS, Llama3,
+    Part-X-MLLM), or capitals then lower case (DCFold, MMDiT); not a capitalised English word
+    (After, NOT, XOR: under five capitals and nothing else)."""
+    return name_like(word) or bool(_CAPS_PREFIX.match(word))
+
+
+class NameIndex:
+    """The names the papers of one index use (see the module docstring). Build once per index
+    (about 1 s per 10,000 papers); :meth:`find` is then a few dict lookups per word."""
+
+    def __init__(self, papers: Iterable[Paper]):
+        self.titles: dict[str, list[str]] = {}
+        #: Folded title names whose title writes them in capitals (SPEED, MIMIC): plain words
+        #: too, so they name a paper only when a turn writes them in capitals or like a name.
+        self.capitals: set[str] = set()
+        self.words: dict[str, set[str]] = {}
+        self.prefixes: dict[tuple[str, ...], list[str]] = {}
+        n = 0
+        for p in papers:
+            n += 1
+            name = title_name(p.title)
+            if len(name) >= 3:
+                self.titles.setdefault(name, []).append(p.id)
+                if p.title.partition(":")[0].strip().isupper():
+                    self.capitals.add(name)
+            for w in WORD.findall(f"{p.title} {p.abstract}"):
+                if _coined(w):
+                    key = fold(w)
+                    if len(key) >= 3:
+                        self.words.setdefault(key, set()).add(p.id)
+            words = _plain(p.title)
+            if len(words) >= TITLE_WORDS:
+                self.prefixes.setdefault(tuple(words[:TITLE_WORDS]), []).append(p.id)
+        most = max(1, min(MAX_NAMED_PAPERS, int(MAX_NAMED_SHARE * n)))
+        self.words = {k: v for k, v in self.words.items() if len(v) <= most}
+
+    def find(self, text: str) -> list[tuple[str, tuple[int, int], list[str]]]:
+        """The names of papers in ``text``: ``(words as written, character span, paper ids)``
+        in text order, without overlaps: a title's name in 1-3 words ("part x mllm"), a
+        name-like word at most :data:`MAX_NAMED_PAPERS` papers use ("RFTHGS"), or the first
+        :data:`TITLE_WORDS` words of a title."""
+        out: list[tuple[str, tuple[int, int], list[str]]] = []
+        words = list(WORD.finditer(text))
+
+        def free(a: int, b: int) -> bool:
+            return not any(a < e and s < b for _, (s, e), _ in out)
+
+        plain = [(m, _plain(m.group(0))) for m in re.finditer(r"\S+", text)]
+        flat = [(m, w) for m, ws in plain for w in ws]
+        for i in range(len(flat) - TITLE_WORDS + 1):
+            key = tuple(w for _, w in flat[i:i + TITLE_WORDS])
+            ids = self.prefixes.get(key)
+            if ids and len(ids) <= MAX_NAMED_PAPERS:
+                a, b = flat[i][0].start(), flat[i + TITLE_WORDS - 1][0].end()
+                if free(a, b):
+                    out.append((text[a:b], (a, b), list(ids)))
+        for size in (3, 2, 1):
+            for i in range(len(words) - size + 1):
+                a, b = words[i].start(), words[i + size - 1].end()
+                if not free(a, b):
+                    continue
+                said = "".join(w.group(0) for w in words[i:i + size])
+                key = fold(said)
+                ids = self.titles.get(key)
+                if key in self.capitals and not (said.isupper() or name_like(said)):
+                    continue  # "speed" is a word; "SPEED" may be the paper
+                if ids and len(ids) <= MAX_NAMED_PAPERS:
+                    out.append((text[a:b], (a, b), list(ids)))
+        for m in words:
+            if not free(*m.span()) or not _coined(m.group(0)):
+                continue
+            ids = self.words.get(fold(m.group(0)))
+            if ids:
+                out.append((m.group(0), m.span(), sorted(ids)))
+        return sorted(out, key=lambda x: x[1])
+
+    def ids(self, names: Sequence[str]) -> list[str]:
+        """Paper ids the given names (as :meth:`find` returns them) point at, in order."""
+        out: list[str] = []
+        for name in names:
+            for _, _, ids in self.find(name):
+                out += [i for i in ids if i not in out]
+        return out

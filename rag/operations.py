@@ -1,0 +1,524 @@
+"""Execute a :class:`rag.plan.Plan`: choose its papers (:func:`select`), then run its operation
+on them (:func:`run`) into the answer's sentences. Nothing here reads the turn's words: what to
+search is the plan's ``query`` / ``topic``, what to do its ``op``, ``aspect``, ``filters``,
+``order`` and ``n``.
+
+Which papers:
+
+* ``search``: hybrid retrieval (:meth:`rag.retrieve.Retriever.search`) of the plan's query under
+  its filters, ``k`` papers (more for operations over many papers: :data:`POOL`), refused when
+  no paper is relevant (:mod:`rag.refusal`); comparison sides are searched one by one;
+* ``previous``: the previous answer's numbered papers, in its order; ``focus``: the papers it was
+  about (a follow-up also gets the previous answer's paper its own search ranks above the
+  focus, within :data:`FOLLOWUP_RUNNER_UP_RANK`); ``positions``: its papers [n];
+* ``named``: the papers whose names the turn used (resolved by :mod:`rag.names`), else a search
+  for the names (an unknown name is refused);
+* ``catalog``: every paper the filters admit.
+
+Filters act on every source: on the previous answer's papers exactly, and when none of them
+passes, the previous search is run again under the filters (the answer says so). Counts,
+extremes and sorts are exact over the chosen papers and come from the catalog, never from a
+model; ties are stated.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Sequence
+
+from rag import compose, facets
+from rag.compose import direct, heading, item, note
+from rag.filters import Filters
+from rag.plan import Plan
+from rag.slots import has_topic
+from rag.text import normalise
+from rag.types import AnswerSentence, Hit, Paper
+
+if TYPE_CHECKING:
+    from rag.history import Turn
+    from rag.seams import Retriever
+    from rag.settings import Settings
+
+#: Papers a search fetches for operations over many papers (a survey draws on 8-15 relevant
+#: papers, a sort or an extreme on the 20 most relevant); others fetch ``k``.
+POOL = {"survey": 15, "sort": facets.RATED_POOL, "extreme": facets.RATED_POOL,
+        "count": facets.LISTED, "list": facets.RATED_POOL, "cite": 5}
+#: A follow-up after a single best match is also about a paper of the previous answer that its
+#: own search ranks above that match, within this many hits (the user's "they" may mean it).
+FOLLOWUP_RUNNER_UP_RANK = 3
+#: Neighbours a "similar papers" answer lists.
+SIMILAR_K = 8
+#: Papers a comparison of "the previous answer's papers" takes when the turn names no number.
+COMPARE_DEFAULT = 3
+#: Most papers one table compares.
+COMPARE_MAX = 5
+#: Papers of a catalog reading that become hits (cards), best rated first.
+CATALOG_SHOWN = 20
+
+
+@dataclass
+class Selection:
+    """The papers a plan chose. ``hits`` are the answer's papers ([1], [2] ...), ``refused``
+    says that none fits, ``standalone`` is what the answer says it searched for, ``focus`` the
+    hit numbers under discussion, ``columns`` how many of the first hits a comparison compares,
+    ``filters`` every filter applied (the caller's and the plan's), ``scope`` the chosen set in
+    words ("the 8 papers of the previous answer"), ``total`` how many papers were in it before
+    the filters, and ``notes`` statements for the answer's top (another language, no authors in
+    the list, a filter that left nothing)."""
+
+    hits: list[Hit]
+    refused: bool = False
+    standalone: str = ""
+    focus: list[int] = field(default_factory=lambda: [1])
+    columns: int = 0
+    filters: Filters = field(default_factory=Filters)
+    scope: str = ""
+    total: int = 0
+    notes: list[AnswerSentence] = field(default_factory=list)
+    top_dense: float = 0.0
+    searched: bool = False
+    #: Every paper chosen when there may be thousands (a catalog reading): counts, sorts and
+    #: extremes run over these; ``hits`` then holds only the first :data:`CATALOG_SHOWN`.
+    every: list[Paper] | None = None
+
+
+# --- a refine is the previous plan with one change -------------------------------------------
+def resolve_refine(plan: Plan, history: Sequence[Turn]) -> Plan:
+    """A ``refine`` plan made concrete: the previous turn's plan with the new subject
+    (``plan.topic``: "Which papers study KV cache compression?" then "And for vision
+    transformers?" searches "Which papers study KV cache compression for vision transformers?";
+    a previous change of subject is replaced, not stacked) and the new filters. Other plans are
+    returned as they are."""
+    if plan.op != "refine":
+        return plan
+    prev = history[-1] if history else None
+    if prev is None:
+        return replace(plan, op="survey")
+    base = Plan(**{k: v for k, v in prev.plan.items() if k in Plan.__dataclass_fields__}) \
+        if prev.plan else Plan(op="survey", query=prev.standalone or prev.question)
+    if base.op == "refine":
+        base = replace(base, op="survey")
+    query = base.query or prev.standalone or prev.question
+    earlier = base.subject
+    subject = plan.topic if plan.topic and plan.topic != plan.query else ""
+    if not subject and not plan.filters:  # no new subject, no new filter: a question of its own
+        return replace(plan, op=base.op if base.op not in ("refine", "count") else "survey",
+                       papers="search", topic=plan.query)
+    if subject:
+        stem = query.rstrip(" ?.!")
+        if earlier and stem.endswith(f" for {earlier}"):
+            stem = stem[: -len(f" for {earlier}")]
+        query = f"{stem} for {subject}?"
+    papers = base.papers if base.papers in ("search", "catalog") else "search"
+    filters = list(dict.fromkeys(base.filters + plan.filters))
+    return replace(base, papers=papers, query=query, topic=subject or base.topic,
+                   subject=subject or earlier, filters=filters, positions=[], ids=[],
+                   confidence=plan.confidence, said=plan.said, notes=plan.notes,
+                   dropped=plan.dropped)
+
+
+# --- notes about the list itself ---------------------------------------------------------
+def list_notes(plan: Plan, filters: Filters, retriever: Retriever) -> tuple[Filters, list]:
+    """The filters a list can apply, and notes for the ones it cannot: author names where the
+    list has none (ICLR 2026 was anonymous), a year every paper has (dropped: it filters
+    nothing) or none has."""
+    notes = [note(n) for n in plan.notes if n]
+    authors = filters.values.get("author", [])
+    if authors and not any(p.authors for p in retriever.papers.values()):
+        notes.append(note(f"This paper list has no author names (ICLR 2026 submissions were "
+                          f"anonymous when it was made), so papers by {', '.join(authors)} "
+                          "cannot be picked out."))
+        filters = filters.without([f"author={a}" for a in authors])
+    said_years = filters.values.get("year", [])
+    if said_years:
+        years = {p.year for p in retriever.papers.values() if p.year}
+        missing = [y for y in said_years if int(y) not in years] if years else said_years
+        if years and missing:
+            notes.append(note(f"This index holds papers from {', '.join(map(str, sorted(years)))}"
+                              f" only; {', '.join(missing)} cannot be filtered on."))
+        if not years or set(int(y) for y in said_years) >= years:
+            filters = filters.without([f"year={y}" for y in said_years])
+    return filters, notes
+
+
+# --- choosing the papers ---------------------------------------------------------------------
+def _as_hits(papers: Sequence[Paper], score: float = 1.0) -> list[Hit]:
+    return [Hit(p, score - i / 1000) for i, p in enumerate(papers)]
+
+
+def select(plan: Plan, history: Sequence[Turn], retriever: Retriever, settings: Settings, *,
+           k: int, filters: Filters | None = None, evidence: bool = True) -> Selection:
+    """The papers ``plan`` is about (see the module docstring). ``filters`` are the caller's
+    (dropdowns, ``--filter``); the plan's are added. With ``evidence`` the hits get their best
+    evidence sentences for the plan's query (:meth:`rag.retrieve.Retriever.attach_evidence`)."""
+    said = Filters.parse(plan.filters) if plan.filters else Filters()
+    said, notes = list_notes(plan, said, retriever)
+    used = (filters or Filters()).merged(said) if said else (filters or Filters())
+    prev = history[-1] if history else None
+    source = plan.papers
+    if source in ("previous", "focus", "positions") and (prev is None or not prev.numbered
+                                                         and not prev.papers):
+        source = "search"  # nothing to refer back to: the turn's own words are the search
+    if source == "search" and not has_topic(plan.query) and plan.op in (
+            "count", "list", "sort", "extreme"):
+        source = "catalog"  # "How many oral papers are there?": nothing left to search
+    if plan.notes and not has_topic(plan.query) and not used:
+        # another language with nothing to search in Latin script: said, not guessed
+        sel = Selection([], refused=True, standalone=plan.said, notes=notes)
+    elif source == "catalog":
+        chosen = facets.matching(retriever.papers, used or None)
+        shown = facets.by_rating(chosen, descending=plan.order != "rating_asc")[:CATALOG_SHOWN]
+        sel = Selection(_as_hits(shown), filters=used, scope="the whole list",
+                        total=len(retriever.papers), notes=notes, standalone=plan.said,
+                        every=chosen)
+    elif source in ("previous", "focus", "positions"):
+        sel = _from_previous(plan, source, prev, used, retriever, settings, k, notes)
+    elif source == "named" and (plan.ids or plan.sides):
+        sel = _named(plan, used, retriever, settings, k, notes)
+    else:
+        sel = _search(plan, history, used, retriever, settings, k, notes)
+    if evidence and sel.hits and not sel.refused:
+        retriever.attach_evidence(plan.query or sel.standalone, sel.hits)
+    return sel
+
+
+def _from_previous(plan: Plan, source: str, prev: Turn, used: Filters, retriever: Retriever,
+                   settings: Settings, k: int, notes: list) -> Selection:
+    shown = prev.shown
+    if source == "positions":
+        wanted = [n for n in plan.positions if n in prev.numbered]
+        missing = [n for n in plan.positions if n not in prev.numbered]
+        if missing:
+            notes.append(note(f"The previous answer showed {len(prev.numbered)} papers, so "
+                              f"{', '.join(f'[{n}]' for n in missing)} "
+                              f"{'is' if len(missing) == 1 else 'are'} not among them."))
+        papers = [prev.numbered[n] for n in wanted] or shown[:1]
+        scope = (f"paper{'s' if len(papers) > 1 else ''} "
+                 f"{', '.join(f'[{n}]' for n in wanted)} of the previous answer")
+    elif source == "focus":
+        papers = prev.discussed
+        scope = "the paper under discussion" if len(papers) == 1 else \
+            f"the {len(papers)} papers under discussion"
+    else:
+        papers = shown
+        scope = f"the {len(papers)} papers of the previous answer"
+    plan.ids = [p.id for p in papers]
+    total = len(papers)
+    kept = [p for p in papers if not used or used.matches(p)]
+    if used and not kept:
+        what = facets.describe(used)
+        notes.append(note(f"None of {scope} matches {what}; a new search for them instead:"))
+        fresh = replace(plan, papers="search", query=prev.standalone or prev.question)
+        sel = _search(fresh, [], used, retriever, settings, max(k, facets.LISTED), notes)
+        sel.scope = f"papers on this topic matching {what}"
+        return sel
+    hits = _as_hits(kept)
+    sel = Selection(hits, standalone=_about(plan.said, kept), filters=used, scope=scope,
+                    total=total, notes=notes, focus=list(range(1, len(hits) + 1)))
+    if plan.op == "compare":
+        sel.columns = min(len(hits), COMPARE_MAX) if source != "previous" else \
+            min(len(hits), plan.n or COMPARE_DEFAULT, COMPARE_MAX)
+    if source == "focus" and plan.op in ("describe", "number", "authors", "lookup") \
+            and len(kept) == 1:
+        _add_runner_up(sel, plan, prev, retriever, settings, k, used)
+    return sel
+
+
+def _about(said: str, papers: Sequence[Paper]) -> str:
+    """The standalone question of a turn about given papers: ``"<turn> (about: <title>; ...)"``."""
+    if not papers:
+        return said
+    return f"{said.rstrip()} (about: {'; '.join(p.title for p in papers)})"
+
+
+def _add_runner_up(sel: Selection, plan: Plan, prev: Turn, retriever: Retriever,
+                   settings: Settings, k: int, used: Filters) -> None:
+    """A follow-up about one paper: its own search (the previous question and this turn) fills
+    the cards after the focus paper, and a paper of the previous answer that this search ranks
+    above the focus (within :data:`FOLLOWUP_RUNNER_UP_RANK`) joins the papers under discussion."""
+    query = f"{prev.standalone or prev.question} {plan.query}".strip()
+    res = retriever.search(query, k=k, filters=used or None, evidence=False, feedback=False)
+    focus = sel.hits[0]
+    known = {p.id for p in prev.papers}
+    ranked = [h.id for h in res.hits[:FOLLOWUP_RUNNER_UP_RANK]]
+    mine = ranked.index(focus.id) if focus.id in ranked else len(ranked)
+    extra = next((h for h in res.hits[:mine] if h.id in known), None)
+    first = [Hit(focus.paper, res.hits[0].score if res.hits else 1.0)]
+    if extra is not None:
+        first.append(extra)
+    ids = {h.id for h in first}
+    sel.hits = (first + [h for h in res.hits if h.id not in ids])[:max(k, len(first))]
+    sel.focus = list(range(1, len(first) + 1))
+    sel.top_dense = max(res.dense.scores[:1], default=0.0)
+    sel.standalone = _about(plan.said, [h.paper for h in first])
+    plan.ids = [h.id for h in first]
+
+
+def _named(plan: Plan, used: Filters, retriever: Retriever, settings: Settings, k: int,
+           notes: list) -> Selection:
+    if plan.sides and plan.op == "compare":
+        return _search(plan, [], used, retriever, settings, k, notes)
+    papers = [retriever.papers[i] for i in plan.ids if i in retriever.papers]
+    kept = [p for p in papers if not used or used.matches(p)]
+    if not kept:
+        notes.append(note(f"{', '.join(plan.names)}: no such paper matches "
+                          f"{facets.describe(used)}."))
+        return Selection([], refused=True, standalone=plan.said, filters=used, notes=notes)
+    hits = _as_hits(kept)
+    # the cards after the named papers: what a search of the turn finds
+    res = retriever.search(plan.query or " ".join(plan.names), k=k, filters=used or None,
+                           evidence=False)
+    ids = {h.id for h in hits}
+    hits += [h for h in res.hits if h.id not in ids][:max(0, k - len(hits))]
+    return Selection(hits, standalone=_about(plan.said, kept), filters=used,
+                     scope=", ".join(plan.names), total=len(kept), notes=notes,
+                     focus=list(range(1, len(kept) + 1)),
+                     top_dense=max(res.dense.scores[:1], default=0.0), searched=True)
+
+
+def _search(plan: Plan, history: Sequence[Turn], used: Filters, retriever: Retriever,
+            settings: Settings, k: int, notes: list) -> Selection:
+    from rag.refusal import is_out_of_corpus
+
+    query = plan.query or plan.said
+    k = max(k, POOL.get(plan.op, 0), plan.n or 0)
+    sides = plan.sides if plan.op == "compare" else []
+    if len(sides) >= 2:
+        side_res = [retriever.search(s, k=k, filters=used or None, evidence=False) for s in sides]
+        merged = retriever.search(query, k=k, filters=used or None, evidence=False)
+        hits: list[Hit] = []
+        for res in side_res:  # each side's best paper first, then the fused list
+            if res.hits and res.hits[0].id not in {h.id for h in hits}:
+                hits.append(res.hits[0])
+        columns = len(hits)
+        for h in merged.hits + [h for r in side_res for h in r.hits[1:]]:
+            if len(hits) >= k:
+                break
+            if h.id not in {x.id for x in hits}:
+                hits.append(h)
+        top = max(max(r.dense.scores[:1], default=0.0) for r in side_res + [merged])
+    else:
+        res = retriever.search(query, k=k, filters=used or None, evidence=False)
+        hits, columns, top = res.hits, 0, max(res.dense.scores[:1], default=0.0)
+    refused = is_out_of_corpus(query, hits, retriever, top_dense=top)
+    if plan.op == "compare" and not columns:
+        columns = min(len(hits), plan.n or COMPARE_DEFAULT, COMPARE_MAX)
+    return Selection(hits, refused=refused, standalone=query, filters=used,
+                     scope=f"the papers most relevant to “{query}”", total=len(hits),
+                     notes=notes, columns=columns, top_dense=top, searched=True,
+                     focus=list(range(1, columns + 1)) if columns else [1])
+
+
+# --- running the operation -------------------------------------------------------------------
+@dataclass
+class Outcome:
+    """What an operation produced: the answer's sentences (the direct line first), its
+    ``kind`` (:attr:`rag.types.Answer.kind`), the hits in the order the sentences number them,
+    a comparison table when there is one, the hit numbers the answer is about (``about``) and
+    whether a model may rewrite the body (``prose``: lookups, descriptions, surveys, follow-ups
+    and comparisons; counts, lists, ratings, BibTeX and neighbours are exact and stay as
+    composed)."""
+
+    sentences: list[AnswerSentence]
+    kind: str
+    hits: list[Hit]
+    table: object = None
+    about: list[int] = field(default_factory=lambda: [1])
+    prose: bool = False
+
+
+def run(plan: Plan, sel: Selection, retriever: Retriever, settings: Settings) -> Outcome:
+    """Run ``plan.op`` on the selected papers (:func:`select`)."""
+    from rag.refusal import MIN_DENSE
+
+    op, hits = plan.op, sel.hits
+    if op == "count":
+        return _count(plan, sel, retriever)
+    if op in ("list", "sort", "extreme"):
+        return _rated(plan, sel, retriever)
+    if op == "cite":
+        return _cite(plan, sel)
+    if op == "similar":
+        return _similar(plan, sel, retriever)
+    embedder = retriever.embedder
+    if op == "compare":
+        cols = sel.columns or (len(sel.focus) if len(sel.focus) >= 2 else
+                               min(len(hits), plan.n or COMPARE_DEFAULT, COMPARE_MAX))
+        if cols >= 2 and len(hits) >= 2:
+            from rag.compare import build_comparison
+
+            table = build_comparison(hits[:cols], embedder)
+            body = compose.compose("compare", plan.query, hits, embedder, comparison=table,
+                                   min_dense=MIN_DENSE)
+            return Outcome(body, "compare", hits, table, list(range(1, cols + 1)), True)
+        op = "describe"
+    if plan.aspect and op in ("survey", "lookup") and (sel.searched or len(hits) > 1):
+        from rag.aspects import aspect_survey
+
+        return Outcome(aspect_survey(plan.aspect, plan.query, hits, embedder, MIN_DENSE),
+                       "survey", hits, prose=False,
+                       about=list(range(1, len(hits) + 1)))
+    if op == "survey" and sel.searched:
+        return Outcome(compose.compose("survey", plan.query, hits, embedder,
+                                       min_dense=MIN_DENSE), "survey", hits, prose=True)
+    if op == "authors":
+        return Outcome(compose.compose("authors", plan.query, hits, embedder), "authors", hits)
+    if op == "number" and sel.searched and plan.papers == "search":
+        return Outcome(compose.compose("number", plan.query, hits, embedder), "number", hits)
+    discussed = plan.papers in ("previous", "focus", "positions", "named") or op == "number"
+    if discussed:
+        focus = sel.focus or [1]
+        body = compose.compose("followup", plan.query, hits, embedder, focus=focus,
+                               aspect=plan.aspect or ("results" if op == "number" else ""),
+                               figures=op == "number")
+        return Outcome(body, "followup", hits, about=focus, prose=True)
+    kind = "describe" if op == "describe" else "lookup"
+    return Outcome(compose.compose(kind, plan.query, hits, embedder, aspect=plan.aspect,
+                                   min_dense=MIN_DENSE), kind, hits, prose=True)
+
+
+def _scope_head(plan: Plan, sel: Selection, n: int) -> str:
+    """"3 of the 8 papers of the previous answer match status=oral" and the like."""
+    what = facets.describe(sel.filters)
+    if sel.every is not None:
+        base = f"{n:,} of the {sel.total:,} papers in this index"
+    else:
+        base = f"{n:,} of {sel.scope}"
+    return f"{base} match {what}." if what else f"{base}."
+
+
+def _count(plan: Plan, sel: Selection, retriever: Retriever) -> Outcome:
+    from rag.refusal import MIN_DENSE
+
+    hits = sel.hits
+    if sel.searched and has_topic(plan.query):
+        topic = plan.topic or plan.query
+        n = facets.topic_count(topic, retriever.papers, retriever.search_texts(), sel.filters)
+        total = len(facets.matching(retriever.papers, sel.filters or None))
+        cands = compose.candidates(plan.query, hits, retriever.embedder)
+        numbers = [1] + compose.relevant_others(hits, cands, {1}, MIN_DENSE)
+        body = [facets.topic_count_head(topic, n, sel.filters or None, total),
+                heading("The most relevant papers found:")]
+        body += [facets.rated_item(hits[i - 1], i, (cands[i] or [None])[0]) for i in numbers]
+        return Outcome(body, "count", hits)
+    if sel.every is not None:
+        sentences, listed = facets.facet_answer(retriever.papers, sel.filters or None,
+                                                facets.LISTED)
+        return Outcome(sentences, "count", listed)
+    listed = facets.by_rating([h.paper for h in hits])
+    out = [direct(_scope_head(plan, sel, len(hits)), [])]
+    new_hits = _as_hits(listed)
+    out += [facets.rated_item(h, i, None) for i, h in enumerate(new_hits, start=1)]
+    return Outcome(out, "count", new_hits)
+
+
+def _rated(plan: Plan, sel: Selection, retriever: Retriever) -> Outcome:
+    """``list``, ``sort`` and ``extreme`` over the chosen papers, by mean reviewer rating."""
+    hits = sel.hits
+    papers = sel.every if sel.every is not None else [h.paper for h in hits]
+    if not papers:
+        return Outcome([note(f"No paper matches {facets.describe(sel.filters)}.")],
+                       plan.op if plan.op != "sort" else "rated", [])
+    desc = plan.order != "rating_asc"
+    ordered = facets.by_rating(papers, descending=desc)
+    if plan.op == "list" and not plan.order and sel.searched:
+        ordered = [h.paper for h in hits]  # a search's papers keep their relevance order
+    rule = "" if not sel.searched else (f" (the {len(hits)} papers most relevant to the "
+                                        "search; a paper about it in other words may be missing)")
+    if plan.op == "extreme":
+        n = max(1, plan.n or 1)
+        rated = [p for p in ordered if p.rating]
+        if not rated:
+            return Outcome([note(f"None of {sel.scope} has reviewer ratings in this list.")],
+                           "extreme", _as_hits(ordered))
+        cut = rated[min(n, len(rated)) - 1].rating["mean"]
+        chosen = [p for p in rated if (p.rating["mean"] >= cut if desc else
+                                       p.rating["mean"] <= cut)]
+        ties = len(chosen) > n
+        word = "highest" if desc else "lowest"
+        if n == 1:
+            head = (f"The {word} mean reviewer rating among {sel.scope}{rule} is "
+                    f"{chosen[0].rating['mean']}")
+            head += (f", shared by {len(chosen)} papers (a tie):" if ties else ":")
+        else:
+            head = (f"The {len(chosen)} {word}-rated of {sel.scope}{rule}"
+                    f"{' (ties at the cut included)' if ties else ''}:")
+        rest = [p for p in ordered if p not in chosen][:CATALOG_SHOWN]
+        new_hits = _as_hits(chosen[:CATALOG_SHOWN] + rest)
+        chosen = chosen[:CATALOG_SHOWN]
+        out = [direct(head, list(range(1, len(chosen) + 1)))]
+        out += [facets.rated_item(h, i, None) for i, h in enumerate(new_hits[:len(chosen)], 1)]
+        return Outcome(out, "extreme", new_hits, about=list(range(1, len(chosen) + 1)))
+    new_hits = _as_hits(ordered[:CATALOG_SHOWN] if sel.every is not None else ordered)
+    if plan.op == "sort" or plan.order:
+        unrated = sum(1 for p in ordered if not p.rating)
+        head = (f"{sel.scope[0].upper() + sel.scope[1:]}{rule}, sorted by mean reviewer rating "
+                f"({'highest' if desc else 'lowest'} first"
+                f"{'; unrated papers last' if unrated else ''}):")
+        tied = _ties(ordered)
+        out = [direct(head, list(range(1, len(new_hits) + 1)))]
+        if tied:
+            out.append(note(tied))
+        kind = "rated"
+    else:
+        out = [direct(_scope_head(plan, sel, len(papers)), [])]
+        kind = "list"
+    shown = new_hits[:max(facets.LISTED, plan.n or 0)] if sel.every is not None else new_hits
+    out += [facets.rated_item(h, i, None) for i, h in enumerate(shown, start=1)]
+    if len(shown) < len(papers):
+        out.append(heading(f"… and {len(papers) - len(shown):,} more."))
+    return Outcome(out, kind, new_hits, about=list(range(1, len(shown) + 1)))
+
+
+def _ties(papers: Sequence[Paper]) -> str:
+    """A statement of the rating ties among ``papers`` ("[2] and [3] are tied at 6.5"), or ""."""
+    groups: dict[float, list[int]] = {}
+    for i, p in enumerate(papers, start=1):
+        if p.rating:
+            groups.setdefault(p.rating["mean"], []).append(i)
+    tied = [(m, ns) for m, ns in groups.items() if len(ns) > 1]
+    if not tied:
+        return ""
+    parts = [f"{compose._and([f'[{n}]' for n in ns])} are tied at {m}" for m, ns in tied[:4]]
+    return "Ties: " + "; ".join(parts) + " (ordered by number of reviews)."
+
+
+def _cite(plan: Plan, sel: Selection) -> Outcome:
+    from rag.export import bibtex
+
+    hits = sel.hits
+    if plan.papers == "search" and sel.searched:
+        chosen = hits[:plan.n or (1 if len(hits) and sel.refused is False and
+                                  plan.n is None and False else len(hits))]
+    else:
+        chosen = hits[:len(sel.focus)] if plan.papers == "named" else hits
+    if plan.n and plan.papers in ("previous", "search"):
+        chosen = chosen[:plan.n]
+    numbers = list(range(1, len(chosen) + 1))
+    entries = bibtex([h.paper for h in chosen])
+    what = "this paper" if len(chosen) == 1 else f"these {len(chosen)} papers"
+    out = [direct(f"BibTeX for {what} ({compose._and([f'[{n}]' for n in numbers])}), "
+                  "entries only, ready to import (Zotero, JabRef, a .bib file):", numbers),
+           AnswerSentence(entries.strip(), numbers, kind="bibtex", support=1.0)]
+    return Outcome(out, "cite", hits, about=numbers)
+
+
+def _similar(plan: Plan, sel: Selection, retriever: Retriever) -> Outcome:
+    if not sel.hits:
+        return Outcome([note("There is no paper to compare with.")], "similar", [])
+    target = sel.hits[0]
+    near = retriever.similar(target.id, k=max(SIMILAR_K, plan.n or 0),
+                             filters=sel.filters or None)
+    if not near:
+        return Outcome([note(f"{compose.title(target)} has no paper vector yet (it is not "
+                             "embedded), so its neighbours cannot be found.")], "similar",
+                       [target])
+    title = compose.title(target)
+    out = [direct(f"The papers closest to {title} (cosine similarity of the papers' mean "
+                  "abstract embeddings, highest first):", list(range(1, len(near) + 1)))]
+    for i, h in enumerate(near, start=1):
+        c = compose.Candidate(i, h.evidence[0], 0, 1.0) if h.evidence else None
+        s = item(h, i, c)
+        s.text = s.text.replace(f"[{i}]", f"[{i}] ({h.score:.2f})", 1)
+        out.append(s)
+    return Outcome(out, "similar", near, about=list(range(1, len(near) + 1)))

@@ -1,0 +1,524 @@
+"""Slots of a turn: the parts of its words that name values, read by patterns over closed word
+classes (decisions, rating comparisons, years, area names, ordinals, numbers, paper names) and
+never deciding what the turn asks: that is :mod:`rag.turn_reader`'s job (a model learned from
+labelled turns), and :mod:`rag.understand` puts both into a :class:`rag.plan.Plan`.
+
+* **Filters said in words** (:func:`read_filters`): "oral papers on diffusion", "rejected papers
+  about X", "withdrawn", "accepted", "in the optimization area", "rated 6 or higher", "in 2018",
+  "papers by NAME" become :class:`Filters` (the same as ``--filter`` or the UI's dropdowns), and
+  the words that said them are taken out of the search query (the word "oral" would otherwise
+  pull papers about oral speech). A word that is only a topic ("poster generation",
+  "reinforcement learning" without "area") is never read as a filter.
+* **Positions** (:func:`positions`): "the second one", "[3]", "#2", "paper 4", "the last one",
+  "the first two", "the top three".
+* **A number of papers** (:func:`count_asked`): "top three", "the 5 best".
+* **Names** (:func:`name_words`): CamelCase, acronyms and names with digits ("StepORLM",
+  "RFTHGS", "Llama3"); the retriever resolves them to papers.
+* **Comparison sides** (:func:`comparison_sides`): "how does A differ from B", "compare A with
+  B", "A vs B".
+* **A new subject** (:func:`new_subject`): "And for vision transformers?".
+* **Direction** (:func:`ascending`): "lowest rated", "worst".
+* **Another language** (:func:`foreign_share`).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from rag.filters import FilterError, Filters
+from rag.filters import fold as fold_text
+from rag.types import Paper
+
+_PAPERS = r"(?:papers?|submissions?|works?|ones|articles)"
+# "oral papers", "rejected submissions", "spotlight works"
+_TIER_BEFORE = re.compile(rf"\b(orals?|spotlights?|posters?|rejected|withdrawn|accepted)\s+{_PAPERS}\b",
+                          re.I)
+# "papers that were rejected", "submissions withdrawn", "how many papers got accepted as orals"
+_TIER_AFTER = re.compile(rf"\b{_PAPERS}\s+(?:(?:that|which)\s+)?(?:(?:were|was|got|are|is|have been|"
+                         r"has been)\s+)?(rejected|withdrawn|accepted)(?:\s+as\s+(?:an?\s+)?"
+                         r"(orals?|spotlights?|posters?))?\b", re.I)
+# "How many papers by X were rejected?": the decision said at the end, after other words
+_TIER_PASSIVE = re.compile(r"\b(?:were|was|got|have been|has been)\s+(rejected|withdrawn|accepted)"
+                           r"\s*[?.!]*\s*$", re.I)
+# "among the orals", "accepted as an oral", "oral presentations", "the orals"
+_TIER_ALONE = re.compile(r"\b(?:(?:among|in|from|of)\s+(?:the\s+)?(orals|spotlights|posters)|"
+                         r"accepted\s+as\s+(?:an?\s+)?(orals?|spotlights?|posters?)|"
+                         r"(oral|spotlight)\s+presentations?|(?:the\s+)?(orals|spotlights)\b|"
+                         # "got an oral", "were given a spotlight", "are posters"
+                         r"(?:got|get|gets|received?|given|awarded|as|was|were|is|are|be|been)\s+"
+                         r"(?:an?\s+)?(orals?|spotlights?|posters?)\b(?!\s+(?!only|papers?|ones?"
+                         r"|too|and|or)[a-z])|"
+                         # "only orals", "just the posters", "posters only"
+                         r"(?:only|just)\s+(?:the\s+)?(orals?|spotlights?|posters?)\b|"
+                         r"(orals?|spotlights?|posters?)\s+only\b|"
+                         # "oral?" "the spotlight ones"
+                         r"(oral|spotlight)\b(?=\s*(?:[?.!,;]|$|ones?\b)))",
+                         re.I)
+_TIER_WORD = {"oral": "oral", "orals": "oral", "spotlight": "spotlight", "spotlights": "spotlight",
+              "poster": "poster", "posters": "poster", "rejected": "rejected",
+              "withdrawn": "withdrawn", "accepted": "accepted"}
+# "rated 6 or higher", "rating >= 6", "with a mean rating above 5.5", "scored at least 8"
+_RATING = re.compile(
+    r"\b(?:(?:with\s+)?(?:an?\s+)?(?:mean\s+|average\s+|reviewer\s+)?(?:rating|score)s?|rated|scored)"
+    r"\s*(?:of\s+)?(>=|<=|>|<|=|≥|≤|at least|at most|above|over|below|under|greater than|"
+    r"more than|higher than|less than|lower than|of at least|no less than|no more than)?\s*"
+    r"(\d{1,2}(?:\.\d{1,2})?)(?![\d.])(?:\s*(?:/|out of)\s*10)?(\s+or\s+(?:higher|more|above|better|greater|"
+    r"lower|less|below|worse))?(?:\s+and\s+(?:up|above))?", re.I)
+_OPS = {">=": ">=", "≥": ">=", "at least": ">=", "of at least": ">=", "no less than": ">=",
+        "<=": "<=", "≤": "<=", "at most": "<=", "no more than": "<=", ">": ">", "above": ">",
+        "over": ">", "greater than": ">", "more than": ">", "higher than": ">", "<": "<",
+        "below": "<", "under": "<", "less than": "<", "lower than": "<", "=": "="}
+# "in 2018", "from ICLR 2018", "ICLR 2018 papers"
+_YEAR = re.compile(r"\b(?:(?:in|from|at|of|during)\s+(?:ICLR\s+)?|ICLR\s+)((?:19|20)\d\d)\b", re.I)
+# "papers by Yoshua Bengio", "work from Sergey Levine", "authored by Chelsea Finn"
+_AUTHOR = re.compile(rf"\b(?:{_PAPERS}\s+(?:written\s+|authored\s+)?(?:by|from)|authored\s+by|"
+                     r"written\s+by)\s+((?:[A-Z][\w'.\-]*\.?\s+){0,3}[A-Z][\w'\-]+)", re.U)
+# "highest-rated papers on X", "top rated", "best-scored", "sorted by rating"
+_SORT = re.compile(r"\b(?:(?:highest|best|top|most\s+highly)[-\s]+(?:rated|scored|reviewed)|"
+                   r"highest\s+(?:mean\s+|average\s+)?(?:ratings?|scores?)|"
+                   r"(?:sorted|ranked|ordered)\s+by\s+(?:(?:mean|average|reviewer)\s+)?"
+                   r"(?:ratings?|scores?))\b", re.I)
+# "in the optimization area", "area: learning theory", "primary area reinforcement learning"
+_AREA = re.compile(r"\b(?:(?:in|from|of|within)\s+(?:the\s+)?)?(?:(?:primary\s+)?area\s*[:=]?\s*"
+                   r"(?P<after>[\w ,&()./-]{3,80}?)(?=[?.!;]|$|\s+(?:area|with|that|which|rated|"
+                   r"and\s+(?:rated|with)))|(?P<before>[\w ,&()./-]{3,80}?)\s+(?:primary\s+)?"
+                   r"(?:area|track|category)\b)", re.I)
+# "orals in causal reasoning", "within the learning theory ...": an area named exactly after "in"
+_IN_AREA = re.compile(r"\b(?:in|within|from)\s+(?:the\s+)?(?=\w)", re.I)
+# ... and ends the phrase there ("in learning theory?", not "in learning-theory proof sketches")
+_AREA_END = re.compile(r"\s*(?:[?.!,;:)]|$|(?:and|or|with|that|which|rated|about|on|papers?|"
+                       r"area|track|from|in|by|are|is|were|was|sorted|ordered|having|where|"
+                       r"whose|only|pls|please|ranked|published)\b)", re.I)
+#: Longest author name read from a question (the longest in ICLR 2018's list is 31 chars).
+MAX_AUTHOR_CHARS = 80
+#: Share of a question's letters outside the Latin script above which it is read as written in
+#: another language (a Chinese question with "GRPO" in it is 4 Latin letters of 10).
+FOREIGN_SHARE = 0.3
+LANGUAGE_NOTE = ("This index's models read English: a question in another language is matched "
+                 "only by its Latin-script words{terms}. Ask in English for a full search.")
+
+
+@dataclass
+class FilterSlots:
+    """The filters a turn says in words. ``filters`` were read from its words (``phrases`` are
+    those words, as typed, ``spans`` their character ranges); ``query`` is the turn without them
+    and without a rating order ("highest-rated"), which :mod:`rag.turn_reader` reads as an
+    operation; ``query`` may hold no topic at all ("How many oral papers are there?" -> "How many
+    papers?"; "papers by Yoshua Bengio" -> ""): see :func:`has_topic`. ``sort_phrase`` is the
+    words that asked for a rating order, if any. ``foreign`` is True for a turn in another
+    language, ``query`` then holding only its Latin-script words (may be empty)."""
+
+    question: str
+    query: str
+    filters: Filters = field(default_factory=Filters)
+    phrases: list[str] = field(default_factory=list)
+    spans: list[tuple[int, int]] = field(default_factory=list)
+    sort_phrase: str = ""
+    foreign: bool = False
+
+    @property
+    def language_note(self) -> str:
+        """The note a turn in another language gets ("" for English)."""
+        if not self.foreign:
+            return ""
+        terms = f" (here: {', '.join(self.query.split())})" if self.query else ""
+        return LANGUAGE_NOTE.format(terms=terms)
+
+
+#: Words that ask for papers or counts without naming a topic (stemmed, as BM25 sees them).
+_NO_TOPIC = frozenset("how mani number count total paper work submiss articl studi list show "
+                      "give find tell me all ani there which what are were is was the in of "
+                      "accept conferenc index corpus iclr year public entri".split())
+
+
+def has_topic(query: str) -> bool:
+    """True when ``query`` (an :attr:`Intent.query`) names something to search for beyond
+    "how many papers" / "list the papers"."""
+    from rag.lexical import query_terms
+
+    return bool(set(query_terms(query)) - _NO_TOPIC)
+
+
+def fold(text: str) -> str:
+    """:func:`rag.filters.fold` without punctuation: lower-case words without accents,
+    single-spaced (for matching area names)."""
+    return " ".join(re.findall(r"[a-z0-9]+", fold_text(text)))
+
+
+def foreign_share(question: str) -> float:
+    """Share of the question's letters that are not Latin script (0.0 for no letters)."""
+    letters = [c for c in question if c.isalpha()]
+    if not letters:
+        return 0.0
+    other = sum(1 for c in letters if not unicodedata.name(c, "LATIN").startswith("LATIN"))
+    return other / len(letters)
+
+
+def match_area(text: str, areas: Sequence[str], exact: bool = False) -> str | None:
+    """The area of ``areas`` that ``text`` names: equal after :func:`fold` (British "-isation"
+    read as "-ization"), or the area's name up to its first comma or bracket ("applications to
+    robotics" for "applications to robotics, autonomy, planning"), or (unless ``exact``) the area
+    contains ``text`` as whole words ("computer vision", "physical sciences") when only one area
+    does."""
+    want = re.sub(r"isation\b", "ization", fold(text))
+    if len(want) < 3:
+        return None
+    want = re.sub(r"^(?:the|a|an)\s+", "", want)
+    want = re.sub(r"\s+(?:area|track|category)$", "", want)
+    for area in areas:
+        if fold(area) == want or fold(re.split(r"[,(]", area)[0]) == want:
+            return area
+    if exact:
+        return None
+    inside = [a for a in areas if re.search(rf"\b{re.escape(want)}\b", fold(a))]
+    return inside[0] if len(inside) == 1 else None
+
+
+def read_filters(question: str, *, areas: Sequence[str] = ()) -> FilterSlots:
+    """The :class:`FilterSlots` of ``question``; ``areas`` are the index's primary areas (an
+    area is a filter only when the question says "area"/"track"/"category" next to its name)."""
+    values: dict[str, list[str]] = {}
+    phrases: list[str] = []
+    spans: list[tuple[int, int]] = []
+
+    def take(m: re.Match, key: str, value: str, start: int | None = None, end: int | None = None):
+        if value not in values.setdefault(key, []):
+            values[key].append(value)
+        a, b = (m.start() if start is None else start), (m.end() if end is None else end)
+        spans.append((a, b))
+        phrases.append(question[a:b].strip())
+
+    for m in _TIER_BEFORE.finditer(question):
+        # keep the noun ("oral papers on X" searches "papers on X")
+        take(m, "status", _TIER_WORD[m.group(1).lower()], m.start(1), m.end(1))
+    for m in _TIER_AFTER.finditer(question):
+        take(m, "status", _TIER_WORD[(m.group(2) or m.group(1)).lower()], m.start(1), m.end())
+    if not _TIER_AFTER.search(question):
+        for m in _TIER_PASSIVE.finditer(question):
+            take(m, "status", _TIER_WORD[m.group(1).lower()], m.start(), m.start(1) + len(m.group(1)))
+    for m in _TIER_ALONE.finditer(question):
+        word = next(g for g in m.groups() if g)
+        take(m, "status", _TIER_WORD[word.lower()])
+    if "accepted" in values.get("status", []) and len(values["status"]) > 1:
+        values["status"].remove("accepted")  # "accepted as an oral": the tier says more
+    for m in _RATING.finditer(question):
+        op = _OPS.get((m.group(1) or "").lower(), "")
+        tail = (m.group(3) or "").lower()
+        if not op:
+            op = ">=" if any(w in tail for w in ("higher", "more", "above", "better", "greater")) \
+                else "<=" if tail else ">="
+        take(m, "rating", f"{op}{m.group(2)}")
+    for m in _YEAR.finditer(question):
+        take(m, "year", m.group(1))
+    for m in _AUTHOR.finditer(question):
+        if len(m.group(1)) <= MAX_AUTHOR_CHARS:
+            take(m, "author", m.group(1).strip(), m.start(), m.end())
+    if areas:
+        for m in _AREA.finditer(question):
+            text = m.group("after") or m.group("before") or ""
+            words = text.split()
+            for i in range(len(words)):  # the longest tail of the words before "area" that names one
+                area = match_area(" ".join(words[i:]), areas)
+                if area:
+                    start = m.start("before") + text.index(words[i]) if m.group("before") else m.start()
+                    lead = re.search(r"\b(?:in|from|of|within)\s+(?:the\s+)?$", question[:start], re.I)
+                    start = lead.start() if lead else start
+                    take(m, "primary_area", area, start, m.end())
+                    break
+    if areas and "primary_area" not in values:
+        for m in _IN_AREA.finditer(question):
+            words = list(re.finditer(r"[\w&'-]+(?:,)?", question[m.end():]))
+            for j in range(min(len(words), 14), 0, -1):  # the longest run of words naming one
+                end = m.end() + words[j - 1].end()
+                area = match_area(question[m.end():end], areas, exact=True)
+                if area and _AREA_END.match(question[end:]):
+                    take(m, "primary_area", area, m.start(), end)
+                    break
+            if "primary_area" in values:
+                break
+    sort = ""
+    filter_spans = list(spans)
+    for m in _SORT.finditer(question):
+        sort = m.group(0)
+        spans.append((m.start(), m.end()))
+    query = _without(question, spans) if spans else question
+    filters = Filters()
+    for key, vs in values.items():
+        for v in vs:
+            try:  # parsed like --filter, so as_strings() gives the canonical form (rating>=6)
+                filters = filters.merged(Filters.parse([f"{key}{v}" if key == "rating"
+                                                        else f"{key}={v}"]))
+            except FilterError:
+                pass  # words that looked like a filter but are not one: searched as words
+    read = FilterSlots(question, query, filters, phrases, filter_spans, sort)
+    if foreign_share(question) > FOREIGN_SHARE:
+        read.foreign = True
+        read.query = " ".join(re.findall(r"[A-Za-z][A-Za-z0-9.+-]*[A-Za-z0-9+]|[A-Za-z]{2,}",
+                                         read.query))
+    return read
+
+
+_DANGLING = re.compile(r"(?:\s+|^)(?:and|or|with|that|which|are|were|was|is|in|from|of|within|the|"
+                       r"by|at|among|as|an?|got|been|have|has)\s*([?.!]?)$", re.I)
+
+
+def _without(text: str, spans: list[tuple[int, int]]) -> str:
+    """``text`` with the character ``spans`` removed, spaces tidied and words left dangling at
+    the end dropped ("papers on LLM agents were?" -> "papers on LLM agents?")."""
+    keep = [True] * len(text)
+    for a, b in spans:
+        for i in range(a, b):
+            keep[i] = False
+    out = "".join(c if k else " " for c, k in zip(text, keep))
+    out = re.sub(r"\s+([?.!,;:])", r"\1", re.sub(r"\s{2,}", " ", out)).strip()
+    out = re.sub(r"^[,;:]\s*", "", out)
+    while _DANGLING.search(out):
+        out = _DANGLING.sub(r"\1", out).strip()
+    return out
+
+
+def without_spans(text: str, spans: list[tuple[int, int]]) -> str:
+    """``text`` with the character ``spans`` removed and tidied (see :func:`_without`)."""
+    return _without(text, spans) if spans else text
+
+
+# --- positions and numbers -------------------------------------------------------------------
+_ORDINAL = {"first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6,
+            "seventh": 7, "eighth": 8, "ninth": 9, "tenth": 10, "1st": 1, "2nd": 2, "3rd": 3,
+            "4th": 4, "5th": 5, "6th": 6, "7th": 7, "8th": 8, "9th": 9, "10th": 10}
+_CARDINAL = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
+             "eight": 8, "nine": 9, "ten": 10, "a couple of": 2, "a pair of": 2}
+_ORD = "|".join(sorted(_ORDINAL, key=len, reverse=True))
+_CARD = "|".join(sorted(_CARDINAL, key=len, reverse=True)) + r"|\d{1,2}"
+_NOUN = r"(?:ones?|papers?|works?|methods?|approach(?:es)?|models?|entr(?:y|ies)|items?|results?)"
+#: "the second one", "2nd paper", "the third" (not followed by another noun), "2nd" alone; not
+#: "the first paper to/that/on ..." (a question of its own: "the first paper to propose X").
+_BY_ORDINAL = re.compile(
+    rf"\b(?:the\s+)?({_ORD})\s+{_NOUN}\b(?!\s+(?:to|that|which|who|on|about|in|with|using)\b)"
+    rf"|\bthe\s+({_ORD})\b(?!\s+(?:{_NOUN}|{_CARD}|times?|place|steps?|half|authors?|years?|days?|"
+    rf"stages?|layers?|tokens?|few|couple|order|round|part|phase|version|sentence|line|"
+    rf"word)\b)(?!-)"
+    rf"|\b(\d{{1,2}}(?:st|nd|rd|th))\b", re.I)
+#: "[3]", "#2", "paper 4", "no. 3", "number 5", "item 2", "(2)".
+_BY_NUMBER = re.compile(r"\[(\d{1,2})\]|#\s?(\d{1,2})\b|\b(?:paper|no\.?|number|nr\.?|item|"
+                        r"entry|ref(?:erence)?)\s+(\d{1,2})\b|\((\d{1,2})\)", re.I)
+_LAST = re.compile(rf"\b(?:the\s+)?(?:very\s+)?(?:last|final|bottom)(?:\s+({_CARD}))?"
+                   rf"(?:\s+{_NOUN})?\b(?!\s+(?:years?|times?|decades?|months?|layers?|tokens?|"
+                   rf"steps?))", re.I)
+#: "top three", "first two", "the 5 best", "two best", "3 papers", "top-3".
+_COUNT = re.compile(rf"\b(?:top|first|best|leading|highest)[-\s]+({_CARD})\b"
+                    rf"|\b(?:the\s+)?({_CARD})\s+(?:best|top|highest|most|lowest|worst|first|"
+                    rf"leading|strongest)\b"
+                    rf"|\b({_CARD})\s+(?:\w+[-\s]){{0,2}}?(?:papers|ones|works|methods)\b", re.I)
+
+
+def _number(word: str) -> int:
+    word = word.lower()
+    return int(word) if word.isdigit() else _CARDINAL.get(word, _ORDINAL.get(word, 0))
+
+
+def positions(text: str, n_previous: int = 0) -> tuple[list[int], list[tuple[int, int]]]:
+    """Papers of the previous answer named by number in ``text``, in the turn's order without
+    repeats, and the character spans that named them: "[3]", "#2", "paper 4", "the second one",
+    "2nd", "the last one" (``n_previous``, the previous answer's number of papers), "the last
+    two". Numbers above ``n_previous`` (when it is given) are dropped."""
+    found: list[tuple[int, int]] = []  # (start, number)
+    spans: list[tuple[int, int]] = []
+    for m in _BY_NUMBER.finditer(text):
+        n = int(next(g for g in m.groups() if g))
+        found.append((m.start(), n))
+        spans.append(m.span())
+    for m in _BY_ORDINAL.finditer(text):
+        word = next(g for g in m.groups() if g)
+        found.append((m.start(), _ORDINAL[word.lower()]))
+        spans.append(m.span())
+    if n_previous:
+        for m in _LAST.finditer(text):
+            many = _number(m.group(1)) if m.group(1) else 1
+            for i, n in enumerate(range(max(1, n_previous - many + 1), n_previous + 1)):
+                found.append((m.start() + i, n))
+            spans.append(m.span())
+    out: list[int] = []
+    for _, n in sorted(found):
+        if n >= 1 and (not n_previous or n <= n_previous) and n not in out:
+            out.append(n)
+    return out, spans
+
+
+def count_asked(text: str) -> tuple[int | None, list[tuple[int, int]]]:
+    """How many papers ``text`` asks for ("top three" -> 3, "the 5 best" -> 5, "first two" -> 2,
+    "two papers" -> 2), with the span that said it; ``(None, [])`` when it names no number.
+    Numbers above 50 are not counts of papers (years, sizes)."""
+    for m in _COUNT.finditer(text):
+        n = _number(next(g for g in m.groups() if g))
+        if 1 <= n <= 50:
+            return n, [m.span()]
+    return None, []
+
+
+#: Words that turn a rating order around: "lowest rated", "worst", "least".
+_ASCENDING = re.compile(r"\b(?:lowest|worst|bottom|least|weakest|poorest|lower|ascending|"
+                        r"increasing)\b", re.I)
+
+
+_PLURAL = re.compile(r"\b(?:papers|works|ones|submissions|articles|studies|entries)\b", re.I)
+_SINGULAR = re.compile(r"\b(?:paper|work|one|submission|article|study|entry)\b(?!\s*s\b)", re.I)
+
+
+def plural(text: str) -> bool:
+    """True when ``text`` asks for papers in the plural ("the best-rated papers") and names no
+    single one ("the best paper", "which one")."""
+    return bool(_PLURAL.search(text)) and not _SINGULAR.search(text)
+
+
+def ascending(text: str) -> bool:
+    """True when ``text`` asks for the low end of an order ("lowest rated", "worst scores")."""
+    return bool(_ASCENDING.search(text))
+
+
+# --- names ----------------------------------------------------------------------------------
+#: A name in a turn: CamelCase (StepORLM), an acronym of 3+ capitals (GRPO, RFTHGS), or a word
+#: with letters and digits (Llama3, F2SA).
+NAME = re.compile(r"\b(?:[A-Za-z]*[a-z][A-Z][A-Za-z0-9-]*|[A-Z][A-Z0-9-]{2,}[a-z]*|"
+                  r"[A-Za-z]+[0-9][A-Za-z0-9-]*)\b")
+
+
+def fold_name(text: str) -> str:
+    """``text`` lower-cased without anything but letters and digits, so that names compare
+    regardless of case, hyphens and spacing ("Part-X-MLLM" and "part x mllm" -> "partxmllm")."""
+    return re.sub(r"[^a-z0-9]", "", text.lower())
+
+
+def name_words(text: str) -> list[str]:
+    """The name-like words of ``text`` (:data:`NAME`), in order."""
+    return NAME.findall(text)
+
+
+def new_names(text: str, papers: Sequence[Paper]) -> list[str]:
+    """Names in ``text`` that occur in none of ``papers``' titles and abstracts (case and hyphens
+    ignored): a turn naming something else is not about them."""
+    corpus = fold_name(" ".join(f"{p.title} {p.abstract}" for p in papers))
+    return [n for n in NAME.findall(text) if fold_name(n) and fold_name(n) not in corpus]
+
+
+_QUOTED = re.compile(r"[\"“'‘]([^\"”'’]{12,200})[\"”'’]")
+
+
+def quoted(text: str) -> list[str]:
+    """Quoted phrases of 12-200 characters ("'Generating Natural Adversarial Examples'"): a
+    title, usually."""
+    return [m.group(1).strip() for m in _QUOTED.finditer(text)]
+
+
+# --- comparison sides -------------------------------------------------------------------------
+_COMPARE = [
+    re.compile(r"^\s*(?:how|in what ways?|where)\s+(?P<v>does|do|did|is|are)\s+(?P<a>.+?)\s+"
+               r"(?:differ|compare|contrast|relate)\w*\s+(?:from|with|to|against|and)\s+(?P<b>.+?)"
+               r"\s*[?.!]*\s*$", re.I),
+    re.compile(r"^\s*(?:compare|contrast)\s+(?P<a>.+?)\s+(?:with|to|and|against|versus|vs\.?)\s+"
+               r"(?P<b>.+?)\s*[?.!]*\s*$", re.I),
+    re.compile(r"^\s*(?:what(?:'s| is| are) the differences?\s+between)\s+(?P<a>.+?)\s+and\s+"
+               r"(?P<b>.+?)\s*[?.!]*\s*$", re.I),
+    re.compile(r"^(?P<a>.+?)\s+(?:vs\.?|versus)\s+(?P<b>.+?)\s*[?.!]*\s*$", re.I),
+    # "Which is better: the paper that does A, or the one that does B?" (sides described, not
+    # named: each must be a clause of OR_SIDE_WORDS words or more)
+    re.compile(r"^\s*(?:which\s+(?:one\s+|paper\s+|method\s+|approach\s+)?(?:is|works|"
+               r"performs|should I (?:use|pick|read))\s+(?:better|best|stronger|faster|more \w+)?"
+               r"\s*[:,-]?\s*)?(?P<a>(?:the|a)\s+.+?),?\s+or\s+(?P<b>(?:the|a)\s+.+?)"
+               r"\s*[?.!]*\s*$", re.I),
+]
+#: Words each side of an "A or B" comparison needs (shorter "X or Y" is a topic: "papers on
+#: pruning or quantization").
+OR_SIDE_WORDS = 6
+
+
+def comparison_sides(text: str) -> list[str] | None:
+    """The sides of a comparison (2 or more), or None when the words name no sides.
+
+    "How does A differ from B?" -> [A, B]; "Compare A, B and C" -> [A, B, C]. A side must be two
+    words or more, or one name-like word such as ``StepORLM`` (else it is likely not a comparison
+    of papers: "how does it compare to this?").
+    """
+    for pattern in _COMPARE:
+        m = pattern.match(text)
+        if not m:
+            continue
+        a, b = m.group("a"), m.group("b")
+        if pattern is _COMPARE[3] and len(a.split()) > 3 * len(b.split()):
+            continue  # "teaching X ... with RL versus plain SFT": one topic, two settings
+        if pattern is _COMPARE[-1] and min(len(a.split()), len(b.split())) < OR_SIDE_WORDS:
+            continue
+        # "A, B and C" lists several papers on the first side; "on- and off-policy" (a hyphen
+        # before "and") and a first side without a comma ("the paper on X and Y") are one paper
+        plural = (m.groupdict().get("v") or "do").lower() in ("do", "are", "did")
+        listed = "," in a and plural
+        sides = ([s.strip(" ,;") for s in re.split(r",\s*(?:and\s+)?|(?<!-)\s+and\s+", a)]
+                 if listed else [a]) + [b]
+        if len(sides) > 2 and not all(_side_ok(s) for s in sides):
+            sides = [a, b]
+        sides = [re.sub(r"^(?:the|a|an)\s+(?:paper|work|method|approach|one|model|technique|"
+                        r"framework|system|study|algorithm)\s+(?:on|about|that|which|where|"
+                        r"proposing)?\s*", "", s, flags=re.I) or s for s in sides]
+        if all(_side_ok(s) for s in sides):
+            return sides
+    return None
+
+
+def _side_ok(side: str) -> bool:
+    """A comparison side names a paper: two words or more, or one name-like word (StepORLM,
+    GRPO, F2SA: a capital after the first letter, or a digit)."""
+    words = side.split()
+    if len(words) >= 2:
+        return True
+    return len(words) == 1 and len(words[0]) >= 3 and bool(re.search(r"^.+[A-Z0-9]", words[0]))
+
+
+# --- a new subject ----------------------------------------------------------------------------
+# "And for vision transformers?", "What about diffusion models?", "How about in robotics?",
+# "Same for GNNs?": the previous question's topic, asked of another subject.
+_NEW_SUBJECT = re.compile(
+    r"^\s*(?:(?:and|but|ok(?:ay)?|now|then|so),?\s+)?(?:(?:what|how)\s+about\s+(?:for\s+|in\s+|"
+    r"on\s+|with\s+)?|(?:and|but|now|then)\s+(?:for|in|on|with|among)\s+|(?:the\s+)?same\s+"
+    r"(?:\w+\s+)?(?:for|in|on|with)\s+|(?:and|now)\s+)(?P<s>[^?.!]{3,80}?)\s*[?.!]*\s*$", re.I)
+#: Pronouns that make a subject point back rather than name a new one ("what about its results?").
+_POINTS_BACK = re.compile(r"\b(?:it|its|they|them|their|this|that|these|those|the same)\b", re.I)
+
+
+def new_subject(text: str) -> str | None:
+    """The new subject of a turn that keeps the previous question and changes what it is asked
+    of ("And for vision transformers?" -> ``vision transformers``), or None. A subject that
+    points back ("what about its results?", "and for that paper?") is none."""
+    m = _NEW_SUBJECT.match(text)
+    if not m:
+        return None
+    subject = m.group("s").strip()
+    if _POINTS_BACK.search(subject):
+        return None
+    return subject
+
+
+# --- the topic of a count ----------------------------------------------------------------------
+# What a count question says before its topic: "how many papers are about", "number of works on"
+_COUNT_LEAD = re.compile(
+    r"^\s*(?:(?:how many|the number of|number of|count(?: of)?|total of)\s+(?:\w+\s+){0,2}?"
+    r"(?:papers?|works?|submissions?|articles?|studies|entries|publications)\s*"
+    r"(?:(?:are|were|is|was|did|do|have|has)\s+)?(?:there\s+)?(?:(?:in|at|from)\s+(?:this|the)\s+"
+    r"(?:index|list|corpus|conference)\s+)?(?:(?:that\s+)?(?:are\s+|were\s+)?(?:about|on|"
+    r"studying|study|use|using|propose|proposing|address|addressing|mention|mentioning|"
+    r"concerning|regarding|related to|deal(?:ing)? with|focus(?:ing)? on|in)\s+)?)", re.I)
+_TRAILER = re.compile(r"\s*(?:(?:in|at|from)\s+(?:this|the)\s+(?:index|list|corpus|conference)|"
+                      r"(?:at|in)\s+ICLR(?:\s+\d{4})?|are there|there are)?\s*[?.!]*\s*$", re.I)
+
+
+def count_topic(question: str) -> str:
+    """The topic of a count question: its words after "how many papers are about" and before
+    "in this index?" ("How many papers are about reinforcement learning?" -> "reinforcement
+    learning"); ``""`` when there is none."""
+    rest = _COUNT_LEAD.sub("", question, count=1)
+    rest = _TRAILER.sub("", rest).strip(" ,;:")
+    return rest if rest != question.strip() else _TRAILER.sub("", question).strip()
+
+

@@ -1,0 +1,200 @@
+"""Read a turn once, with the conversation so far, into a :class:`rag.plan.Plan`.
+
+Two parts (ARCHITECTURE.md, "Understanding"):
+
+1. **Slots** (:mod:`rag.slots`, :func:`rag.turn_reader.find_slots`): the words that name values:
+   filters, positions, a count of papers, paper names, comparison sides, a new subject.
+2. **The reading** (:mod:`rag.turn_reader`): a model learned from labelled turns gives the
+   probabilities of which papers the turn is about, of its operation and of the aspect asked.
+
+:func:`read_turn` combines them under the conversation's constraints: without a previous answer
+no turn is about "these" papers; "positions" needs a number or an ordinal; "named" needs a name
+the index knows (or a quoted title, or comparison sides); a catalog-wide reading cannot
+describe one paper. The most probable allowed pair (papers, operation) is taken, and its
+probability is the plan's ``confidence``: below :data:`rag.plan.UNSURE_BELOW` the answer says
+which reading it took.
+
+:func:`understand` is the front door for the answer path: it builds the context from the
+history (:class:`rag.history.Turn`) and the index's names (:class:`rag.retrieve.Retriever`).
+:func:`plan_accuracy` scores readings against labelled turns (``tests/data/turns``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Sequence
+
+from rag import slots
+from rag.names import NameIndex
+from rag.plan import Plan
+from rag.turn_reader import TurnContext, TurnReader, TurnSlots, find_slots
+
+if TYPE_CHECKING:
+    from rag.history import Turn
+    from rag.seams import Retriever
+
+#: Operations that act on one known paper or a few, or on a topic, never on the catalog as a
+#: whole (a catalog reading counts, lists, sorts or picks the best-rated).
+_ONE_PAPER_OPS = ("describe", "lookup", "similar", "authors", "number", "compare", "cite",
+                  "survey")
+#: Operations whose answer is about an aspect of the papers.
+_ASPECT_OPS = ("describe", "survey", "compare", "lookup")
+
+
+def allowed_papers(context: TurnContext, found: TurnSlots) -> set[str]:
+    """The paper sources a turn may have, given the conversation and its slots."""
+    allowed = {"search", "catalog"}
+    if context.has_previous:
+        allowed |= {"previous", "focus"}
+        if found.positions or found.count is not None:
+            allowed.add("positions")
+    if found.names or found.quoted or found.sides:
+        allowed.add("named")
+    return allowed
+
+
+def compatible(papers: str, op: str, context: TurnContext) -> bool:
+    """True when operation ``op`` can act on ``papers`` (see the module docstring)."""
+    if op == "refine" and not context.has_previous:
+        return False
+    if papers == "catalog" and op in _ONE_PAPER_OPS:
+        return False
+    return True
+
+
+def read_turn(text: str, context: TurnContext, reader: TurnReader, *, areas: Sequence[str],
+              names: NameIndex) -> Plan:
+    """The :class:`Plan` of turn ``text`` (already checked: :func:`rag.answer.check_question`).
+
+    Args:
+        context: the previous answer, as the reader sees it.
+        reader: the learned model (:meth:`rag.turn_reader.TurnReader.load`).
+        areas: the index's primary areas (area filters).
+        names: the index's paper names (:meth:`rag.retrieve.Retriever.name_index`).
+    """
+    found = find_slots(text, context, areas, names)
+    x = reader.features([text], [context], [found])[0]
+    probs = reader.probabilities(x)
+    allowed = allowed_papers(context, found)
+    best, best_p, total = None, -1.0, 0.0
+    for papers, pp in probs["papers"].items():
+        if papers not in allowed:
+            continue
+        for op, po in probs["op"].items():
+            if not compatible(papers, op, context):
+                continue
+            p = pp * po
+            total += p
+            if p > best_p:
+                best, best_p = (papers, op), p
+    papers, op = best or ("search", "lookup")
+    aspect = max(probs["aspect"], key=probs["aspect"].get) if op in _ASPECT_OPS else ""
+    return assemble(text, papers, op, aspect, found, context,
+                    confidence=best_p / total if total else 0.0)
+
+
+def assemble(text: str, papers: str, op: str, aspect: str, found: TurnSlots,
+             context: TurnContext, confidence: float = 1.0) -> Plan:
+    """The plan for a reading (papers, op, aspect) of ``text`` with its slots ``found``."""
+    f = found.filters
+    spans = list(found.position_spans) + list(found.count_spans)
+    query = slots.without_spans(f.query, _shift(f, spans)) or f.query
+    plan = Plan(papers=papers, op=op, aspect=aspect, confidence=round(confidence, 4),
+                filters=f.filters.as_strings() if f.filters else [], query=query, said=text)
+    if papers == "positions":
+        plan.positions = list(found.positions)
+        if not plan.positions and found.count:
+            n = found.count
+            last = context.n_previous
+            plan.positions = (list(range(max(1, last - n + 1), last + 1))
+                              if slots.ascending(text) and last else list(range(1, n + 1)))
+    if op == "compare" and found.sides and papers == "search":
+        papers = plan.papers = "named"  # papers described one by one, each its own search
+    if papers == "named":
+        plan.names = list(dict.fromkeys([w for w, _, _ in found.names] + found.quoted))
+        plan.ids = list(dict.fromkeys(i for _, _, ids in found.names for i in ids))
+    if op == "compare" and found.sides:
+        plan.sides = list(found.sides)
+    if op == "extreme" and found.count is None and found.plural:
+        op = plan.op = "sort"  # "the highest-rated papers on X": an ordering, not one paper
+    if op in ("sort", "extreme"):
+        plan.order = "rating_asc" if found.ascending else "rating_desc"
+    if op in ("extreme", "compare", "survey", "sort", "list", "cite") and found.count:
+        plan.n = found.count
+    if op == "refine":
+        plan.topic = found.new_subject or query
+    elif op == "count" and papers == "search":
+        plan.topic = plan.query = slots.count_topic(query) or query  # what the rule counts
+    elif papers == "search":
+        plan.topic = query
+    if f.foreign:
+        plan.notes.append(f.language_note)
+    return plan
+
+
+def _shift(f: slots.FilterSlots, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Spans of the turn mapped into ``f.query`` when it is the turn unchanged, else none (the
+    filter words were cut out, and the positions' words are few enough to search)."""
+    return spans if f.query == f.question else []
+
+
+def context_from(history: Sequence[Turn]) -> TurnContext:
+    """The reader's view of the last turn of ``history`` (empty when there is none)."""
+    if not history:
+        return TurnContext()
+    last = history[-1]
+    return TurnContext(last.kind or "lookup", len(last.numbered) or len(last.papers),
+                       max(1, last.focus) if last.papers else 0)
+
+
+def understand(question: str, history: Sequence[Turn], retriever: Retriever,
+               reader: TurnReader) -> Plan:
+    """The :class:`Plan` of ``question`` after ``history``, read against ``retriever``'s index
+    (its areas and its papers' names)."""
+    return read_turn(question, context_from(history), reader, areas=retriever.area_names(),
+                     names=retriever.name_index())
+
+
+# --- scoring ---------------------------------------------------------------------------------
+#: Plan fields a reading must get right to count as correct (plan accuracy).
+SCORED = ("papers", "op", "aspect", "positions", "filters", "order")
+
+
+def _gold(row: dict) -> dict:
+    g = row["plan"]
+    return {"papers": g["papers"], "op": g["op"], "aspect": g.get("aspect") or "",
+            "positions": list(g.get("positions") or []) if g["papers"] == "positions" else [],
+            "filters": sorted(g.get("filters") or []),
+            "order": (g.get("order") or "") if g["op"] in ("sort", "extreme") else ""}
+
+
+def _mine(plan: Plan) -> dict:
+    return {"papers": plan.papers, "op": plan.op, "aspect": plan.aspect,
+            "positions": plan.positions if plan.papers == "positions" else [],
+            "filters": sorted(plan.filters),
+            "order": plan.order if plan.op in ("sort", "extreme") else ""}
+
+
+def plan_accuracy(rows: Sequence[dict], reader: TurnReader, areas: Sequence[str],
+                  names: NameIndex, errors: list | None = None) -> dict:
+    """Share of labelled turns (``tests/data/turns`` format) whose reading gets every
+    :data:`SCORED` field right (``plan``), and the share right per field. Wrong readings are
+    appended to ``errors`` as ``(row, gold, mine)`` when it is given."""
+    from rag.turn_reader import context_of
+
+    right = {k: 0 for k in SCORED}
+    whole = 0
+    for row in rows:
+        plan = read_turn(row["turn"], context_of(row), reader, areas=areas, names=names)
+        gold, mine = _gold(row), _mine(plan)
+        ok = True
+        for k in SCORED:
+            if gold[k] == mine[k]:
+                right[k] += 1
+            else:
+                ok = False
+        whole += ok
+        if not ok and errors is not None:
+            errors.append((row, gold, mine))
+    n = max(1, len(rows))
+    return {"n": len(rows), "plan": round(whole / n, 3),
+            **{k: round(v / n, 3) for k, v in right.items()}}
