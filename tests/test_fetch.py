@@ -314,3 +314,47 @@ def test_fetch_then_index_indexes_what_it_fetched(replay, tmp_path, monkeypatch)
     hits = retriever.search(oral["title"], k=3, feedback=False).hits
     assert hits[0].paper.id == oral["id"] and hits[0].paper.status == "Accept (Oral)"
 
+
+
+@pytest.mark.parametrize("venue, venueid, status, conference", [
+    ("ICLR 2026 Oral", VENUE, "Accept (Oral)", "ICLR 2026"),
+    ("ICLR 2026 Poster", VENUE, "Accept (Poster)", "ICLR 2026"),
+    ("Submitted to ICLR 2025", "ICLR.cc/2025/Conference/Rejected_Submission", "Reject",
+     "ICLR 2025"),
+    ("ICLR 2026 Conference Withdrawn Submission",
+     "ICLR.cc/2026/Conference/Withdrawn_Submission", "Withdrawn", "ICLR 2026"),
+    ("ICLR 2026 Conference Desk Rejected Submission",
+     "ICLR.cc/2026/Conference/Desk_Rejected_Submission", "Desk Rejected", "ICLR 2026"),
+    ("ICLR 2026 Conference Submission", "ICLR.cc/2026/Conference/Submission", "Submitted",
+     "ICLR 2026"),
+])
+def test_decision_from_venue_and_venueid(venue, venueid, status, conference):
+    from index.fetch import note_row
+
+    note = {"id": "abc", "forum": "abc", "content": {
+        "title": {"value": "T"}, "abstract": {"value": "A"}, "venue": {"value": venue},
+        "venueid": {"value": venueid}, "pdf": {"value": "/pdf/1.pdf"}}}
+    row = note_row(note)
+    assert (row["status"], row["venue"], row["year"]) == (status, conference,
+                                                          int(conference[-4:]))
+    assert row["pdf"] == "https://openreview.net/pdf/1.pdf"
+
+
+def test_note_without_abstract_is_skipped_with_its_reason(tmp_path):
+    from index.fetch import note_row
+
+    with pytest.raises(ValueError, match="abstract"):
+        note_row({"id": "x", "content": {"title": {"value": "T"}}})
+
+
+def test_a_list_without_venue_takes_it_from_its_dated_openreview_venue(tmp_path):
+    from index.sources import load_papers
+
+    path = tmp_path / "papers.jsonl"  # a name that says nothing about the conference
+    path.write_text(json.dumps({"id": "a", "title": "T", "abstract": "A", "status":
+                                "Accept (Poster)", "venue_2025_11_22":
+                                "ICLR 2026 Conference Submission"}) + "\n" +
+                    json.dumps({"id": "b", "title": "T", "abstract": "A"}) + "\n")
+    a, b = load_papers(path).papers
+    assert (a.venue, a.year) == ("ICLR 2026", 2026)
+    assert (b.venue, b.year) == ("", None)
