@@ -76,6 +76,10 @@ def _parser() -> argparse.ArgumentParser:
     sv.add_argument("--auth", default=None, help="user:pass (or a file holding it)")
     sv.add_argument("--answer-mode", default=None, choices=ANSWER_MODES,
                     help="the answer mode new chats start with (default auto)")
+    sv.add_argument("--mcp", action="store_true",
+                    help="also serve the tools search, ask, similar, bibtex and facets to MCP "
+                    "clients (Claude Desktop, Cursor, VS Code) at /gradio_api/mcp/; --auth "
+                    "applies to them too (HTTP Basic)")
 
     ev = sub.add_parser("eval", help="retrieval metrics on a query file (--answers: the whole "
                         "answer path)")
@@ -246,7 +250,8 @@ def cmd_ask(args) -> int:
 def cmd_serve(args) -> int:
     from ui.app import serve
 
-    return serve(_settings(args), host=args.host, port=args.port, auth=args.auth)
+    return serve(_settings(args), host=args.host, port=args.port, auth=args.auth,
+                 mcp=args.mcp)
 
 
 def cmd_eval(args) -> int:
