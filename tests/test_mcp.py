@@ -238,3 +238,26 @@ def test_client_config_and_serve_note():
     printed = json.loads(note.split("client configuration: ", 1)[1])
     assert printed["mcpServers"]["paperchat"]["args"] == [  # no password on the terminal
         "mcp-remote", "http://127.0.0.1:7861/gradio_api/mcp/"]
+
+
+@pytest.mark.integration
+def test_search_finds_the_vehicle_routing_paper_from_a_paraphrase_real_embedder(
+        real_settings, real_embedder, real_index):
+    """With the real embedder, a description that shares almost no word with the paper's title
+    or abstract (trucks, recombination, language model) still finds it first."""
+    from rag.pipeline import Pipeline
+
+    demo, url = serve(Pipeline(real_settings, embedder=real_embedder,
+                               generator=ScriptedGenerator(), retriever=real_index))
+    try:
+        async def work(session):
+            return await session.call_tool("search", {
+                "question": "an evolutionary heuristic for delivery trucks whose recombination "
+                            "step is written by a fine-tuned language model", "k": 3})
+
+        _, result = session_run(url, work)
+    finally:
+        demo.close()
+    hits = payload(result)
+    assert hits[0]["id"] == VRP
+    assert hits[0]["score"] > hits[1]["score"] + 1.0  # first by a clear margin, not a tie
