@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test install browser-deps clean
+.PHONY: run test test-avx2 avx2-deps install browser-deps clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -45,6 +45,28 @@ test: install browser-deps
 
 clean:
 	rm -rf $(VENV) .pytest_cache
+
+# The CPU-dependent tests as a CPU without AVX-512/VNNI runs them (AMD EPYC before Zen 4, many
+# Xeons, most laptops), through bench/avx2: the CPUID mask where the CPU has CPUID faulting
+# (native speed: the whole embedder test file), else QEMU's user-mode EPYC-Rome (emulated, ~200x
+# slower: the embedder's unit tests; its integration tests compare both paths through it).
+# On a CPU without AVX-512 they run as they are. .ci/run runs this after `make test`.
+avx2-deps:
+	@if grep -q ' avx512f' /proc/cpuinfo && ! grep -q ' cpuid_fault' /proc/cpuinfo && \
+			! command -v qemu-x86_64 >/dev/null; then \
+		if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq qemu-user; \
+		else sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq qemu-user; fi; \
+	fi
+
+test-avx2: install avx2-deps
+	@echo "CPU-dependent tests as an AVX2-only CPU, via: $$(bench/avx2 --how)"
+	@if [ "$$(bench/avx2 --how)" = qemu ]; then \
+		bench/avx2 $(BIN)/python -m pytest -q -p no:faulthandler -p no:cacheprovider \
+			tests/test_onnx_embedder.py -m "not integration"; \
+	else \
+		bench/avx2 $(BIN)/python -m pytest -q -p no:faulthandler -p no:cacheprovider \
+			tests/test_onnx_embedder.py; \
+	fi
 
 # A CPUID mask that makes one process take its AVX2 code paths on an AVX-512 machine
 # (bench/avx2only.c): LD_PRELOAD=$PWD/bench/libavx2only.so .venv/bin/paperchat bench index

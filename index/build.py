@@ -26,6 +26,7 @@ from index.catalog import Catalog, catalog_fingerprint, content_hash
 from index.chunking import chunk_paper
 from index.reader import lexical_from_catalog, open_catalog, open_store
 from index.sources import LoadResult, Problem, load_papers
+from index.vectors import load_vectors, refresh_vectors
 from rag.errors import IndexLockedError, PaperchatError
 from rag.lexical import LexicalIndex
 from rag.paths import IndexPaths
@@ -41,11 +42,12 @@ if TYPE_CHECKING:
 PAPERS_PER_STEP = 64
 #: The stages a build's time is split into (``BuildSummary.stages``, ``paperchat bench index``):
 #: reading the list, text normalisation, tokenising into chunks, embedding, Chroma writes and
-#: deletes, catalog writes, the BM25 index and the map layout. Normalise and chunk run in a helper
+#: deletes, catalog writes, the BM25 index, the paper vectors and the map layout. Normalise and chunk run in a helper
 #: thread and store and catalog in a writer thread, beside embedding (:func:`_embed_papers`), so
 #: their seconds overlap the embedder's; ``wait`` is the embedding loop's own time spent waiting
 #: for them (the part that was not hidden).
-STAGES = ("load", "normalise", "chunk", "embed", "store", "catalog", "wait", "bm25", "layout")
+STAGES = ("load", "normalise", "chunk", "embed", "store", "catalog", "wait", "bm25", "vectors",
+          "layout")
 
 
 @dataclass
@@ -243,11 +245,16 @@ def build_index(source: str | Path | LoadResult, *, settings: Settings, embedder
             with summary.timed("bm25"):
                 lexical_from_catalog(catalog).save(lexical_dir)
 
-        # The map (index.layout) before the manifest, which tells a served app to reopen.
-        if settings.map_layout and (changed or (recorded or {}).get("catalog_fingerprint")
-                                    != fingerprint):
+        # Paper vectors (index.vectors) and the map (index.layout) before the manifest, which
+        # tells a served app to reopen.
+        stale = changed or (recorded or {}).get("catalog_fingerprint") != fingerprint
+        vectors = None
+        if stale or load_vectors(index_dir) is None:
+            with summary.timed("vectors"):
+                vectors = refresh_vectors(index_dir, store, catalog, fingerprint, log=log)
+        if settings.map_layout and stale:
             with summary.timed("layout"):
-                _map_layout(index_dir, store, catalog, fingerprint, log)
+                _map_layout(index_dir, store, catalog, fingerprint, log, vectors)
 
         summary.papers = catalog.count()
         summary.chunks = store.count()
@@ -280,13 +287,13 @@ def _keep_recorded(recorded: dict, settings: Settings, embedder: Embedder, name:
 
 
 def _map_layout(index_dir: Path, store: ChromaStore, catalog: Catalog, fingerprint: str,
-                log) -> None:
+                log, vectors=None) -> None:
     """Bring the index's map up to date (:func:`index.layout.refresh_layout`). A failure does not
     fail the build: the index is usable without a map, which is then computed on first use."""
     try:
         from index.layout import refresh_layout
 
-        refresh_layout(index_dir, store, catalog, fingerprint, log=log)
+        refresh_layout(index_dir, store, catalog, fingerprint, log=log, vectors=vectors)
     except Exception as exc:  # noqa: BLE001 - the map is an extra; searching works without it
         log(f"map layout not computed ({type(exc).__name__}: {exc}); it will be computed when "
             "the map is first shown")

@@ -1,8 +1,9 @@
 """A 2-D map of every paper of an index, computed at index time and stored beside the manifest.
 
-Paper vectors: each paper's L2-normalised mean of its stored chunk vectors (the centroid that
-:meth:`rag.retrieve.Retriever.feedback_query` uses), read from the store by chunk id in batches of
-:data:`VECTOR_BATCH` papers; shape (n_papers, dim) float32.
+Paper vectors: each paper's L2-normalised mean of its stored chunk vectors (:mod:`index.vectors`,
+the centroid that :meth:`rag.retrieve.Retriever.feedback_query` uses), taken from the index's
+``paper_vectors.npz`` when the build has just refreshed it, else read from the store by chunk id
+in batches of :data:`VECTOR_BATCH` papers; shape (n_papers, dim) float32.
 
 2-D method: t-SNE by openTSNE (Barnes-Hut gradients below 10,000 papers, FFT interpolation
 above: Linderman et al. 2019) on those vectors, with openTSNE's default schedule (250 early
@@ -53,6 +54,7 @@ from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
 import numpy as np
 
+from index.vectors import VECTOR_BATCH, PaperVectors, from_store
 from rag.paths import LAYOUT_FILE, IndexPaths
 from rag.types import Paper
 
@@ -62,8 +64,6 @@ if TYPE_CHECKING:
 
 #: Version of the file's layout; another version is recomputed.
 FORMAT_VERSION = 1
-#: Papers whose vectors are fetched per store request (500 papers ~ 850 chunks).
-VECTOR_BATCH = 500
 #: Fewest papers given a t-SNE map; fewer get PCA (a circle below 3).
 MIN_TSNE = 5
 #: t-SNE perplexity (openTSNE's default; lowered to (n - 1) / 3 for small indexes).
@@ -121,28 +121,16 @@ class Layout:
 
 
 def paper_vectors(store: ChromaStore, ids: Sequence[str], n_chunks: Mapping[str, int],
-                  batch: int = VECTOR_BATCH) -> tuple[list[str], np.ndarray]:
-    """Each paper's L2-normalised mean chunk vector, read from ``store`` (a
-    :class:`rag.store.ChromaStore`) ``batch`` papers per request.
-
-    Returns ``(ids found, vectors)``: vectors shape (len(ids found), dim) float32, rows in the
-    order of ``ids``; papers with no stored chunk are left out.
-    """
-    found: list[str] = []
-    rows: list[np.ndarray] = []
-    for start in range(0, len(ids), batch):
-        part = ids[start:start + batch]
-        vecs = store.paper_vectors(part, n_chunks)
-        for pid in part:
-            v = vecs.get(pid)
-            if v is None or not len(v):
-                continue
-            c = v.mean(axis=0)
-            rows.append(c / (np.linalg.norm(c) or 1.0))
-            found.append(pid)
-    if not rows:
-        return [], np.zeros((0, 0), dtype=np.float32)
-    return found, np.asarray(np.stack(rows), dtype=np.float32)
+                  batch: int = VECTOR_BATCH, saved: PaperVectors | None = None
+                  ) -> tuple[list[str], np.ndarray]:
+    """Each paper's vector (:mod:`index.vectors`): from ``saved`` when it holds them all, else
+    read from ``store``. Returns ``(ids found, vectors (found, dim) float32)``, rows in the order
+    of ``ids``."""
+    if saved is not None:
+        found, vectors = saved.take(ids)
+        if len(found) == len(ids):
+            return found, vectors
+    return from_store(store, ids, n_chunks, batch)
 
 
 # --- quality -----------------------------------------------------------------------------------
@@ -441,7 +429,8 @@ def cluster_labels(xy: np.ndarray, papers: Sequence[Paper]) -> list[Label]:
 def compute_layout(store: ChromaStore, catalog_papers: dict[str, Paper],
                    n_chunks: dict[str, int], *, seed: int = 0, log: Log = _stderr,
                    fingerprint: str = "",
-                   text_hashes: Mapping[str, str] | None = None) -> Layout:
+                   text_hashes: Mapping[str, str] | None = None,
+                   vectors: PaperVectors | None = None) -> Layout:
     """A fresh map of every paper in ``catalog_papers`` that has stored vectors (ids sorted).
 
     Args:
@@ -452,6 +441,7 @@ def compute_layout(store: ChromaStore, catalog_papers: dict[str, Paper],
         fingerprint, text_hashes: recorded in the layout (the catalog's fingerprint and each
             paper's title+abstract hash), so a later build can tell what changed; by default
             derived from the papers (:func:`index.catalog.content_hash`, as the catalog does).
+        vectors: the index's paper vectors when already at hand (else read from ``store``).
     """
     if not fingerprint or text_hashes is None:
         from index.catalog import catalog_fingerprint, content_hash
@@ -461,7 +451,7 @@ def compute_layout(store: ChromaStore, catalog_papers: dict[str, Paper],
         text_hashes = {pid: h.split(":")[0] for pid, h in full.items()} \
             if text_hashes is None else text_hashes
     t0 = time.perf_counter()
-    ids, vectors = paper_vectors(store, sorted(catalog_papers), n_chunks)
+    ids, vectors = paper_vectors(store, sorted(catalog_papers), n_chunks, saved=vectors)
     t1 = time.perf_counter()
     missing = len(catalog_papers) - len(ids)
     if missing:
@@ -529,7 +519,7 @@ def load_layout(index_dir: Path) -> Layout | None:
 
 def _incremental(old: Layout, store: ChromaStore, papers: dict[str, Paper],
                  n_chunks: dict[str, int], hashes: dict[str, str], fingerprint: str,
-                 log: Log) -> Layout | None:
+                 log: Log, vectors: PaperVectors | None = None) -> Layout | None:
     """The old map with removed papers dropped and new or re-embedded ones placed into it, or
     None when a full fit is due (see the module docstring)."""
     text = {pid: h.split(":")[0] for pid, h in hashes.items()}
@@ -548,8 +538,8 @@ def _incremental(old: Layout, store: ChromaStore, papers: dict[str, Paper],
     t0 = time.perf_counter()
     xy = old.xy[keep]
     if new_ids:
-        ids_kept, old_vectors = paper_vectors(store, kept_ids, n_chunks)
-        found, new_vectors = paper_vectors(store, new_ids, n_chunks)
+        ids_kept, old_vectors = paper_vectors(store, kept_ids, n_chunks, saved=vectors)
+        found, new_vectors = paper_vectors(store, new_ids, n_chunks, saved=vectors)
         if ids_kept != kept_ids:
             return None
         new_ids = found
@@ -568,10 +558,12 @@ def _incremental(old: Layout, store: ChromaStore, papers: dict[str, Paper],
 
 
 def refresh_layout(index_dir: Path, store: ChromaStore, catalog, fingerprint: str, *,
-                   seed: int = 0, log: Log = _stderr) -> Layout:
+                   seed: int = 0, log: Log = _stderr,
+                   vectors: PaperVectors | None = None) -> Layout:
     """Bring ``index_dir``'s layout up to the catalog (fingerprint ``fingerprint``): incremental
     when few papers are new (see the module docstring), else a full fit; saved, then returned.
-    ``catalog`` is an :class:`index.catalog.Catalog`."""
+    ``catalog`` is an :class:`index.catalog.Catalog`; ``vectors`` its paper vectors when at hand
+    (:func:`index.vectors.refresh_vectors`), else they are read from ``store``."""
     hashes = catalog.hashes()
     papers = {p.id: p for p, _ in catalog.papers()}
     n_chunks = catalog.chunk_counts()
@@ -580,11 +572,11 @@ def refresh_layout(index_dir: Path, store: ChromaStore, catalog, fingerprint: st
         return old  # (a build killed after writing it, before its manifest)
     layout = None
     if old is not None:
-        layout = _incremental(old, store, papers, n_chunks, hashes, fingerprint, log)
+        layout = _incremental(old, store, papers, n_chunks, hashes, fingerprint, log, vectors)
     if layout is None:
         text = {pid: h.split(":")[0] for pid, h in hashes.items()}
         layout = compute_layout(store, papers, n_chunks, seed=seed, log=log,
-                                fingerprint=fingerprint, text_hashes=text)
+                                fingerprint=fingerprint, text_hashes=text, vectors=vectors)
     save_layout(index_dir, layout)
     return layout
 

@@ -1,4 +1,5 @@
-"""Open an existing index for reading: its Chroma store, its catalog and its BM25 index.
+"""Open an existing index for reading: its Chroma store, its catalog, its BM25 index and its
+paper vectors.
 
 The query side (:mod:`rag.retrieve`, :mod:`rag.pipeline`, the UI, the map and the benchmarks)
 reads indexes through this module, never through :mod:`index.build`, which uses the same
@@ -11,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from index.catalog import Catalog
+from index.vectors import PaperVectors, load_vectors, refresh_vectors
 from rag.lexical import LexicalIndex
 from rag.paths import IndexPaths, collection_name
 from rag.store import ChromaStore
@@ -43,3 +45,19 @@ def lexical_from_catalog(catalog: Catalog) -> LexicalIndex:
     """A BM25 index over every paper of ``catalog`` (its stored search texts)."""
     rows = list(catalog.papers())
     return LexicalIndex.build([p.id for p, _ in rows], [t for _, t in rows])
+
+
+def open_paper_vectors(index_dir: Path, store: ChromaStore, catalog: Catalog,
+                       manifest_fingerprint: str | None) -> PaperVectors:
+    """The index's paper vectors (:mod:`index.vectors`): the saved file when it was computed for
+    the catalog as it is now, else computed from the store (reusing unchanged rows) and saved,
+    unless a build is still writing the index (its catalog differs from the manifest's
+    ``manifest_fingerprint``): then they are returned without being saved."""
+    from index.catalog import catalog_fingerprint
+
+    now = catalog_fingerprint(catalog.hashes())
+    saved = load_vectors(index_dir)
+    if saved is not None and saved.fingerprint == now:
+        return saved
+    return refresh_vectors(index_dir, store, catalog, now,
+                           save=manifest_fingerprint in (None, now))

@@ -7,6 +7,7 @@ An index directory (``Settings.index_dir(name)``, ``$PAPERCHAT_HOME/indexes/<nam
 - ``papers.sqlite``: the paper catalog (:mod:`index.catalog`);
 - ``bm25/``: the BM25 index (:mod:`rag.lexical`);
 - ``layout.npz``: the 2-D map (:mod:`index.layout`);
+- ``paper_vectors.npz``: one vector per paper (:mod:`index.vectors`);
 - ``manifest.json``: how the index was built (:mod:`index.manifest`), written last;
 - ``.lock``: held by the one build writing the index (:mod:`index.build`).
 """
@@ -20,6 +21,7 @@ CHROMA_DIR = "chroma"
 CATALOG_FILE = "papers.sqlite"
 BM25_DIR = "bm25"
 LAYOUT_FILE = "layout.npz"
+VECTORS_FILE = "paper_vectors.npz"
 MANIFEST_FILE = "manifest.json"
 LOCK_FILE = ".lock"
 #: The collection of an embedded store (one store per index directory).
@@ -51,5 +53,6 @@ class IndexPaths:
     catalog = _under_root(CATALOG_FILE, "the paper catalog")
     bm25 = _under_root(BM25_DIR, "the BM25 index")
     layout = _under_root(LAYOUT_FILE, "the 2-D map")
+    vectors = _under_root(VECTORS_FILE, "one vector per paper")
     manifest = _under_root(MANIFEST_FILE, "how the index was built")
     lock = _under_root(LOCK_FILE, "the build lock")
