@@ -146,16 +146,24 @@ def test_every_tool_answers(served):
 
 def test_similar_papers_leave_the_paper_out(served):
     url, retriever = served
-    if not hasattr(retriever, "similar"):
-        pytest.skip("Retriever.similar is not on this branch yet (comes from main)")
+    expected = [h.paper.id for h in retriever.similar(VRP, k=5)]
 
     async def work(session):
-        return await session.call_tool("similar", {"paper_id": VRP, "k": 5})
+        return (await session.call_tool("similar", {"paper_id": VRP, "k": 5}),
+                await session.call_tool("similar", {"paper_id": VRP, "k": 18}),
+                await session.call_tool("similar", {"paper_id": VRP, "k": 18,
+                                                    "primary_area": "learning theory"}))
 
-    _, result = session_run(url, work)
-    papers = payload(result)
-    assert len(papers) == 5 and VRP not in [p["id"] for p in papers]
+    _, (five, everything, theory) = session_run(url, work)
+    papers = payload(five)
+    assert [p["id"] for p in papers] == expected and len(papers) == 5
+    assert [p["rank"] for p in papers] == [1, 2, 3, 4, 5]
     assert all(papers[i]["score"] >= papers[i + 1]["score"] for i in range(4))
+    others = payload(everything)  # the other 18 papers of the seed, the paper itself left out
+    assert len(others) == 18 and VRP not in {p["id"] for p in others}
+    in_theory = payload(theory)
+    wanted = {p.id for p in retriever.papers.values() if p.primary_area == "learning theory"}
+    assert {p["id"] for p in in_theory} == wanted and wanted
 
 
 #: (tool, arguments, what the error says); "" = not an error (the check is in the test).

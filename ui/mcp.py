@@ -190,9 +190,6 @@ def make_tools(app) -> dict[str, Any]:
             if pid not in r.papers:
                 raise PaperchatError(f"no paper with id {paper_id!r} in index {r.name!r}; "
                                      "search for it first to get its id")
-            if not hasattr(r, "similar"):
-                raise PaperchatError("this paperchat's retriever has no similar-paper search "
-                                     "(Retriever.similar); update paperchat")
             hits = r.similar(pid, k=_k(k), filters=_filters(status, primary_area) or None)
         except PaperchatError as exc:
             raise fail(exc) from None
