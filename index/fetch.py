@@ -407,7 +407,10 @@ def fetch_openreview(source: Source, out: Path, *, progress: bool = True,
                     "papers": written, "total": total, "skipped": skipped,
                     "n_skipped": n_skipped, "statuses": statuses})
                 bar.update(len(notes))
-                if len(notes) < page_size:
+                seen += len(notes)
+                # the end: an empty page, or a short one once the count is reached (a short page
+                # before it means the server pages smaller than asked: go on)
+                if not notes or (len(notes) < page_size and seen >= (total or 0)):
                     break
     except requests.exceptions.RequestException as exc:
         raise _http_error(source, source.url, exc, _saved(written, "papers", partial)) from None

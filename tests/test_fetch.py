@@ -358,3 +358,29 @@ def test_a_list_without_venue_takes_it_from_its_dated_openreview_venue(tmp_path)
     a, b = load_papers(path).papers
     assert (a.venue, a.year) == ("ICLR 2026", 2026)
     assert (b.venue, b.year) == ("", None)
+
+
+def test_a_server_that_pages_smaller_than_asked_is_read_to_the_end(replay, tmp_path,
+                                                                    monkeypatch):
+    """An API that caps ``limit`` below what was asked (here 70 of 100) gives short pages before
+    the end: the fetch goes on until the count is reached, losing nothing."""
+    from index import fetch as fetch_mod
+
+    real = fetch_mod.openreview_client
+
+    class Capped:
+        def __init__(self, client):
+            self.client, self.limits = client, []
+
+        def get_notes(self, **kw):
+            self.limits.append(kw["limit"])
+            return self.client.get_notes(**dict(kw, limit=min(kw["limit"], 70)))
+
+    made = []
+    monkeypatch.setattr(fetch_mod, "openreview_client",
+                        lambda api, retries=None: made.append(Capped(real(api, retries)))
+                        or made[-1])
+    res = fetch_mod.fetch_openreview(fetch_mod.Source("openreview", VENUE, replay),
+                                     tmp_path / "c.jsonl", progress=False, page_size=100)
+    assert res.papers == 300 and res.requests == 5  # 70 * 4 + 20
+    check_sample(tmp_path / "c.jsonl")
