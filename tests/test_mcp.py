@@ -269,3 +269,36 @@ def test_search_finds_the_vehicle_routing_paper_from_a_paraphrase_real_embedder(
     hits = payload(result)
     assert hits[0]["id"] == VRP
     assert hits[0]["score"] > hits[1]["score"] + 1.0  # first by a clear margin, not a tie
+
+
+def test_serve_mcp_flag_reaches_launch_and_prints_the_endpoint(monkeypatch, capsys, settings):
+    """`paperchat serve --mcp` (the CLI's flag) adds the tools, launches with the MCP server on
+    and prints the endpoint and a client configuration; without the flag, neither happens."""
+    from rag import cli
+    from ui import app as ui_app
+    from ui import mcp as ui_mcp
+
+    launched, added = [], []
+
+    class FakePipeline:
+        def __init__(self, s):
+            self.settings = s
+
+        retriever = type("R", (), {"name": "default", "__len__": lambda s: 0})()
+        generator = type("G", (), {"name": "g"})()
+
+        def warm_up(self, system_prompt=None):
+            return {"index": 1.0}
+
+    monkeypatch.setattr("rag.pipeline.Pipeline", FakePipeline)
+    monkeypatch.setattr(ui_app, "build_app", lambda p: "demo")
+    monkeypatch.setattr(ui_app, "launch", lambda demo, **kw: launched.append(kw))
+    monkeypatch.setattr(ui_mcp, "add_tools", lambda demo: added.append(demo))
+    assert cli.main(["serve", "--mcp", "--port", "7999"]) == 0
+    assert added == ["demo"] and launched[-1]["mcp"] is True and launched[-1]["port"] == 7999
+    err = capsys.readouterr().err
+    assert "MCP server at http://127.0.0.1:7999/gradio_api/mcp/" in err
+    assert "search, ask, similar, bibtex, facets" in err
+    assert cli.main(["serve", "--port", "7999"]) == 0
+    assert added == ["demo"] and launched[-1]["mcp"] is False
+    assert "MCP" not in capsys.readouterr().err
