@@ -282,12 +282,30 @@ def venue_from_filename(name: str) -> tuple[str, int | None]:
     return "", None
 
 
+_DATED_VENUE = re.compile(r"^venue_(\d{4}_\d\d_\d\d)$")
+
+
+def _dated_venue(rec: dict[str, Any]) -> str:
+    """The conference named by the latest dated OpenReview venue field of a record, as the ICLR
+    2026 lists carry it (``venue_2025_11_22: "ICLR 2026 Conference Submission"`` -> ``ICLR
+    2026``, see :func:`split_openreview_venue`); ``""`` when there is none or it names no
+    ``<conference> <year>``. Lets a list without a ``venue`` field still give BibTeX its
+    booktitle and year, whatever the file is called."""
+    dated = sorted((m.group(1), v) for k, v in rec.items()
+                   if isinstance(k, str) and isinstance(v, str) and (m := _DATED_VENUE.match(k)))
+    if not dated:
+        return ""
+    venue, _ = split_openreview_venue(dated[-1][1])
+    return venue if _YEAR.search(venue) else ""
+
+
 # --- one record -> Paper --------------------------------------------------------------------------
 def paper_from_mapping(rec: dict[str, Any], warnings: list[str] | None = None) -> Paper:
     """Build a Paper from a dict in the project's JSONL schema (also used for CSV rows).
 
     ``authors``/``keywords`` may be lists of strings or ``;``-separated strings; ``id`` may be a
-    number (``12`` -> ``"12"``), and when missing is taken from an ``?id=`` in ``url``; ``year``
+    number (``12`` -> ``"12"``), and when missing is taken from an ``?id=`` in ``url``; ``venue``
+    when missing from a dated ``venue_YYYY_MM_DD`` field (:func:`_dated_venue`); ``year``
     an int or a string of digits (else taken from ``venue``). Ratings and confidences as the
     module docstring says: a malformed one leaves that list empty and appends a message to
     ``warnings`` (ignored when ``warnings`` is None); it never raises.
@@ -306,7 +324,7 @@ def paper_from_mapping(rec: dict[str, Any], warnings: list[str] | None = None) -
     for name, value in (("id", pid), ("title", title), ("abstract", abstract)):
         if not value:
             raise ValueError(f"missing or empty {name!r}")
-    venue = _str(rec.get("venue"), "venue").strip()
+    venue = _str(rec.get("venue"), "venue").strip() or _dated_venue(rec)
     return Paper(
         id=pid, title=title, abstract=abstract,
         authors=_str_list(rec.get("authors"), "authors"),
@@ -390,12 +408,30 @@ def split_openreview_venue(venue: str) -> tuple[str, str]:
     return conf, f"Accept ({rest[0].upper()}{rest[1:]})"
 
 
+#: The last part of an OpenReview ``venueid`` that carries a decision -> the project's status
+#: (OpenReview moves rejected, withdrawn and desk-rejected submissions to these groups, e.g.
+#: ``ICLR.cc/2025/Conference/Rejected_Submission``, while their ``venue`` may still read
+#: ``Submitted to ICLR 2025``).
+_VENUEID_DECISIONS = {"rejected_submission": "Reject", "withdrawn_submission": "Withdrawn",
+                      "desk_rejected_submission": "Desk Rejected"}
+
+
+def decision_from_venueid(venueid: str) -> str:
+    """The status a ``venueid`` says on its own: ``.../Rejected_Submission`` -> ``Reject``,
+    ``.../Withdrawn_Submission`` -> ``Withdrawn``, ``.../Desk_Rejected_Submission`` ->
+    ``Desk Rejected``; ``""`` for any other (the conference's own id of accepted papers, or
+    ``.../Submission`` while under review), where ``content.venue`` decides."""
+    last = venueid.strip().rstrip("/").rsplit("/", 1)[-1].lower()
+    return _VENUEID_DECISIONS.get(last, "")
+
+
 def paper_from_openreview(note: dict[str, Any], warnings: list[str] | None = None) -> Paper:
     """Build a Paper from one OpenReview note (API v2: ``content.<field>.value``; v1's bare
     ``content.<field>`` also works).
 
     id = the note's ``id`` (else ``forum``); url = ``https://openreview.net/forum?id=<forum>``;
-    venue/status from ``content.venue`` (see :func:`split_openreview_venue`); year from
+    venue/status from ``content.venue`` (see :func:`split_openreview_venue`), the status
+    overridden by a ``venueid`` that names a decision (:func:`decision_from_venueid`); year from
     ``content.venueid`` (``ICLR.cc/2026/Conference``) or the venue; tldr from ``TLDR``.
 
     Raises:
@@ -415,6 +451,7 @@ def paper_from_openreview(note: dict[str, Any], warnings: list[str] | None = Non
     forum = _str(note.get("forum"), "forum").strip() or pid
     venue, status = split_openreview_venue(_str(value("venue"), "content.venue"))
     venueid = _str(value("venueid"), "content.venueid") or _str(note.get("domain"), "domain")
+    status = decision_from_venueid(venueid) or status
     m = _YEAR.search(venueid)
     paper = paper_from_mapping({
         "id": pid, "title": value("title"), "abstract": value("abstract"),

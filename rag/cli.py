@@ -1,4 +1,5 @@
-"""The ``paperchat`` command (also ``python -m rag``): index, ask, serve, eval, bench.
+"""The ``paperchat`` command (also ``python -m rag``): index, ask, serve, eval, map, bench,
+fetch (the only one that uses the network).
 
 Expected failures (:class:`rag.errors.PaperchatError`) print one line ``paperchat: error: ...``
 and exit 2; no traceback. Heavy libraries are imported inside the commands, so ``--help`` is fast.
@@ -75,6 +76,10 @@ def _parser() -> argparse.ArgumentParser:
     sv.add_argument("--auth", default=None, help="user:pass (or a file holding it)")
     sv.add_argument("--answer-mode", default=None, choices=ANSWER_MODES,
                     help="the answer mode new chats start with (default auto)")
+    sv.add_argument("--mcp", action="store_true",
+                    help="also serve the tools search, ask, similar, bibtex and facets to MCP "
+                    "clients (Claude Desktop, Cursor, VS Code) at /gradio_api/mcp/; --auth "
+                    "applies to them too (HTTP Basic)")
 
     ev = sub.add_parser("eval", help="retrieval metrics on a query file (--answers: the whole "
                         "answer path)")
@@ -103,6 +108,35 @@ def _parser() -> argparse.ArgumentParser:
     mp.add_argument("--color", default="area", choices=["area", "decision"],
                     help="colour the papers by primary area (default) or by decision")
 
+    fe = sub.add_parser(
+        "fetch", help="download a public paper list into JSONL (the only command that uses the "
+        "network)", description="Download a public paper list into the project's JSONL "
+        "(shared/data/README.md's schema, which 'paperchat index' reads). This is the only "
+        "paperchat command that uses the network, and only the URL it is given: OpenReview's "
+        "API v2 (default https://api2.openreview.net) or Paper Copilot's lists (default "
+        "raw.githubusercontent.com/papercopilot/paperlists). Retries 429 and 5xx with backoff "
+        "(Retry-After honoured); an interrupted run resumes where it stopped when run again.")
+    fe.add_argument("source", help="openreview:VENUE_ID (e.g. openreview:ICLR.cc/2026/"
+                    "Conference: its accepted papers) or papercopilot:CONF/FILE (e.g. "
+                    "papercopilot:iclr/iclr2018, with reviewer ratings)")
+    fe.add_argument("--all", action="store_true", dest="all_submissions",
+                    help="openreview: every submission (also rejected and withdrawn ones)")
+    fe.add_argument("--api", default=None, metavar="URL",
+                    help="openreview: the API to read (default https://api2.openreview.net)")
+    fe.add_argument("--base", default=None, metavar="URL",
+                    help="papercopilot: the lists' base URL (default raw.githubusercontent.com/"
+                    "papercopilot/paperlists/main)")
+    fe.add_argument("--out", default=None, metavar="FILE.jsonl",
+                    help="where to write the list (default $PAPERCHAT_HOME/lists/<source>.jsonl)")
+    fe.add_argument("--index", default=None, metavar="NAME",
+                    help="then build or update index NAME from it (as paperchat index)")
+    fe.add_argument("--page-size", type=int, default=None, metavar="N",
+                    help="openreview: notes per request, 1..1000 (default 1000)")
+    fe.add_argument("--retries", type=int, default=None, metavar="N",
+                    help="tries per request on 429/5xx/dropped connections (default 8, "
+                    "openreview-py's own)")
+    fe.add_argument("--quiet", action="store_true", help="no progress bars, only the summary")
+
     bn = sub.add_parser("bench", help="benchmarks that print figures")
     bn.add_argument("what", choices=["index", "query", "answer", "layout"])
     bn.add_argument("--json", action="store_true")
@@ -130,6 +164,40 @@ def cmd_index(args) -> int:
               file=sys.stderr)
     print(summary.line())
     log(summary.stages_line())
+    return 0
+
+
+def cmd_fetch(args) -> int:
+    """``paperchat fetch``: :func:`index.fetch.fetch` into ``--out`` (default
+    ``$PAPERCHAT_HOME/lists/<source slug>.jsonl``), then, with ``--index``, the same build as
+    ``paperchat index FILE --name NAME``. The summary line goes to stdout, progress to stderr."""
+    from index.fetch import PAGE_SIZE, fetch, parse_source
+    from rag.settings import Settings
+
+    source = parse_source(args.source, all_submissions=args.all_submissions, api=args.api,
+                          base=args.base)
+    settings = Settings()
+    out = Path(args.out).expanduser() if args.out else \
+        Path(settings.home) / "lists" / f"{source.slug()}.jsonl"
+    log = lambda m: print(m, file=sys.stderr)  # noqa: E731
+    result = fetch(source, out, progress=not args.quiet, page_size=args.page_size or PAGE_SIZE,
+                   retries=args.retries, log=log)
+    print(result.line())
+    for problem in result.skipped:
+        log(f"  skipped {problem}")
+    if result.n_skipped > len(result.skipped):
+        log(f"  ... and {result.n_skipped - len(result.skipped)} more")
+    if args.index:
+        from index.build import build_index
+        from rag.embedder import make_embedder
+
+        settings = _settings(argparse.Namespace(index=args.index))
+        summary = build_index(out, settings=settings, embedder=make_embedder(settings),
+                              name=args.index, fmt="jsonl", progress=not args.quiet,
+                              log=(lambda m: None) if args.quiet else log)
+        print(summary.line())
+        if not args.quiet:
+            log(summary.stages_line())
     return 0
 
 
@@ -182,7 +250,8 @@ def cmd_ask(args) -> int:
 def cmd_serve(args) -> int:
     from ui.app import serve
 
-    return serve(_settings(args), host=args.host, port=args.port, auth=args.auth)
+    return serve(_settings(args), host=args.host, port=args.port, auth=args.auth,
+                 mcp=args.mcp)
 
 
 def cmd_eval(args) -> int:
@@ -297,7 +366,7 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         return {"index": cmd_index, "ask": cmd_ask, "serve": cmd_serve, "eval": cmd_eval,
-                "bench": cmd_bench, "map": cmd_map}[args.command](args)
+                "bench": cmd_bench, "map": cmd_map, "fetch": cmd_fetch}[args.command](args)
     except PaperchatError as exc:
         print(f"paperchat: error: {exc}", file=sys.stderr)
         return 2

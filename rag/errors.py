@@ -48,3 +48,9 @@ class GrammarError(PaperchatError, ValueError):
 
     Grammars are built by code (see :func:`rag.generator.gbnf_literal`), so this is a bug in the
     caller, reported instead of letting llama.cpp crash on a grammar it could not build."""
+
+
+class FetchError(PaperchatError):
+    """``paperchat fetch`` could not get a paper list: the network is unreachable, the service
+    refused or does not know the list, or the source is misspelt. The message names the URL and
+    says whether what was saved so far resumes on the next run."""

@@ -1,10 +1,12 @@
 """Export what a conversation found: BibTeX, a plain-text reference list, and Markdown.
 
 BibTeX is written with bibtexparser 2 (its default writer adds the outer braces) so that the
-output always parses back: one ``@inproceedings`` entry per paper (``@misc`` when the venue is
-unknown) with ``title``, ``author`` (when known), ``year``, ``booktitle`` (the venue) and
-``url``. Keys are ``<first author's surname or first title word><year><title word>``, ASCII and
-lower case, made unique with ``a``, ``b`` ... suffixes.
+output always parses back: entries only, one ``@inproceedings`` entry per paper (``@misc`` when
+the venue is unknown) with ``title``, ``author`` (when known), ``year``, ``booktitle`` (the
+venue) and ``url``. Keys are ``<first author's surname or first title word><year><title word>``,
+ASCII and lower case, made unique with ``a``, ``b`` ... suffixes given in paper-id order, so a
+paper keeps its key whatever order it is cited in (:func:`bibtex_keys`). :func:`ris` writes the
+same papers as RIS.
 
 Titles keep their LaTeX (``$\\ell_1$`` stays math); outside math, the characters LaTeX treats
 specially (``& % # _``) are escaped, and a title whose braces do not balance has them escaped
@@ -105,18 +107,40 @@ def tex_escape(text: str) -> str:
     return text
 
 
+def _base_key(paper: Paper) -> str:
+    """The key :func:`bibtex_key` gives ``paper`` when nothing else has taken it."""
+    return bibtex_key(paper, set())
+
+
+def bibtex_keys(papers: Iterable[Paper]) -> dict[str, str]:
+    """Citation keys of ``papers`` (by paper id; repeats by id counted once), unique among
+    them and independent of their order: papers whose :func:`bibtex_key` is the same take
+    their suffixes in paper-id order (the smallest id keeps the plain key, the next gets
+    ``a``...), so citing the same papers in another order gives every paper the same key."""
+    unique = {p.id: p for p in papers}
+    base = {pid: _base_key(p) for pid, p in unique.items()}
+    taken: set[str] = set()
+    keys: dict[str, str] = {}
+    for pid in sorted(unique, key=lambda i: (base[i], i)):
+        keys[pid] = bibtex_key(unique[pid], taken)
+    return keys
+
+
 def bibtex(papers: Iterable[Paper]) -> str:
-    """BibTeX entries for ``papers`` (repeats by id dropped, order kept); ``""`` for none."""
+    """BibTeX entries for ``papers`` (repeats by id dropped, order kept); ``""`` for none.
+
+    Entries only (no comments, no ``@string`` or preamble), keys from :func:`bibtex_keys`;
+    ``@inproceedings`` with ``booktitle`` and ``year`` when the paper's venue is known (lists
+    without a venue field get one from their dated OpenReview venue or file name, see
+    :mod:`index.sources`), else ``@misc``. The text parses back with bibtexparser 2 without a
+    failed block (tests/test_export.py, tests/test_bibtex_import.py)."""
     import bibtexparser
     from bibtexparser.model import Entry, Field
 
+    papers = list(_unique(papers))
+    keys = bibtex_keys(papers)
     library = bibtexparser.Library()
-    taken: set[str] = set()
-    seen: set[str] = set()
     for paper in papers:
-        if paper.id in seen:
-            continue
-        seen.add(paper.id)
         fields = [Field("title", "{" + tex_escape(paper.title) + "}")]
         if paper.authors:
             fields.append(Field("author", " and ".join(tex_escape(a) for a in paper.authors)))
@@ -124,15 +148,54 @@ def bibtex(papers: Iterable[Paper]) -> str:
             fields.append(Field("year", str(paper.year)))
         if paper.venue:
             fields.append(Field("booktitle", tex_escape(paper.venue)))
-        fields.append(Field("url", paper.openreview_url.replace("}", "%7D").replace("{", "%7B")))
+        fields.append(Field("url", _bib_url(paper.openreview_url)))
         entry_type = "inproceedings" if paper.venue else "misc"
-        library.add(Entry(entry_type, bibtex_key(paper, taken), fields))
+        library.add(Entry(entry_type, keys[paper.id], fields))
     if not library.entries:
         return ""
     fmt = bibtexparser.BibtexFormat()
     fmt.indent = "  "
     fmt.block_separator = "\n"
     return bibtexparser.write_string(library, bibtex_format=fmt).strip() + "\n"
+
+
+def _bib_url(url: str) -> str:
+    """A URL safe inside a braced field: braces and spaces percent-encoded."""
+    return url.replace("}", "%7D").replace("{", "%7B").replace(" ", "%20")
+
+
+def ris(papers: Iterable[Paper]) -> str:
+    """RIS records for ``papers`` (repeats by id dropped, order kept); ``""`` for none.
+
+    ``TY  - CPAPER`` (conference paper) with ``T2`` the venue when it is known, else
+    ``TY  - GEN``; ``TI`` the title as given (LaTeX kept), one ``AU`` per author, ``PY`` the
+    year, ``KW`` per keyword, ``UR`` the forum URL, ``ID`` the BibTeX key (:func:`bibtex_keys`),
+    ``N1`` the decision; each record ends with ``ER  -``. Field values are single lines (line
+    breaks folded), as RIS readers (Zotero, EndNote) expect."""
+    papers = list(_unique(papers))
+    keys = bibtex_keys(papers)
+    out: list[str] = []
+
+    def tag(name: str, value: str) -> None:
+        value = re.sub(r"\s+", " ", value or "").strip()
+        if value:
+            out.append(f"{name}  - {value}")
+
+    for paper in papers:
+        out.append(f"TY  - {'CPAPER' if paper.venue else 'GEN'}")
+        tag("ID", keys[paper.id])
+        tag("TI", paper.title)
+        for author in paper.authors:
+            tag("AU", author)
+        tag("PY", str(paper.year) if paper.year else "")
+        tag("T2", paper.venue)
+        for keyword in paper.keywords:
+            tag("KW", keyword)
+        tag("N1", paper.status)
+        tag("UR", paper.openreview_url)
+        out.append("ER  - ")
+        out.append("")
+    return "\n".join(out)
 
 
 def cited_papers(answers: Sequence[Answer]) -> list[Paper]:

@@ -816,16 +816,23 @@ def theme():
 
 
 def launch(demo, *, host: str = "127.0.0.1", port: int = 7860, auth=None, block: bool = True,
-           quiet: bool = False):
+           quiet: bool = False, mcp: bool = False):
     """Queue and launch ``demo``; returns Gradio's ``(app, local_url, share_url)``.
 
-    ``block=False`` returns at once with the server running in a thread (tests).
+    ``block=False`` returns at once with the server running in a thread (tests). ``mcp``: also
+    serve Gradio's MCP server at ``/gradio_api/mcp/`` (add the tools first with
+    :func:`ui.mcp.add_tools`; with ``auth`` it asks MCP requests for the same credentials).
     """
+    extra = {}
+    if mcp:
+        from ui.mcp import app_kwargs
+
+        extra = {"app_kwargs": app_kwargs(auth)}
     demo.queue(default_concurrency_limit=1, max_size=64)
     return demo.launch(
         server_name=host, server_port=port, share=False, auth=auth, inbrowser=False,
         prevent_thread_lock=not block, show_error=False, allowed_paths=[], quiet=quiet,
-        ssr_mode=False, mcp_server=False, pwa=False, enable_monitoring=False,
+        ssr_mode=False, mcp_server=mcp, pwa=False, enable_monitoring=False, **extra,
         max_file_size=1,  # the app takes no uploads: close Gradio's /gradio_api/upload
         footer_links=["api", "settings"], theme=theme(),
         css=render.CSS + render.CHIPS_CSS + render.MAP_CSS)
@@ -844,8 +851,9 @@ def _say_index_reloads() -> None:
 
 
 def serve(settings: Settings, host: str = "127.0.0.1", port: int = 7860,
-          auth: str | None = None) -> int:
+          auth: str | None = None, mcp: bool = False) -> int:
     """``paperchat serve``: load the index and model, then serve until Ctrl-C. Returns 0.
+    ``mcp``: also serve the MCP tools of :mod:`ui.mcp` (``paperchat serve --mcp``).
 
     Raises:
         PaperchatError: a bad ``--auth``, a missing index or model (before anything listens).
@@ -860,6 +868,10 @@ def serve(settings: Settings, host: str = "127.0.0.1", port: int = 7860,
     _say_index_reloads()
     pipeline = Pipeline(settings)
     demo = build_app(pipeline)
+    if mcp:
+        from ui.mcp import add_tools
+
+        add_tools(demo)
     from rag import prompts
 
     # before listening: a broken index or model is reported here; the generative mode's system
@@ -868,5 +880,9 @@ def serve(settings: Settings, host: str = "127.0.0.1", port: int = 7860,
     print(f"paperchat: index {pipeline.retriever.name!r} ({len(pipeline.retriever)} papers), "
           f"model {pipeline.generator.name}; ready in {sum(ready.values()) / 1000:.1f} s",
           file=sys.stderr)
-    launch(demo, host=host, port=port, auth=credentials, block=True)
+    if mcp:
+        from ui.mcp import serve_note
+
+        print(serve_note(host, port, credentials is not None), file=sys.stderr)
+    launch(demo, host=host, port=port, auth=credentials, block=True, mcp=mcp)
     return 0
