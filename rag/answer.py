@@ -146,7 +146,8 @@ def retrieve_for(question: str, retriever: Retriever, settings: Settings, *, k: 
     from rag.understand import understand
 
     reader = reader or default_reader(retriever, settings)
-    plan = resolve_refine(understand(question, history, retriever, reader), history)
+    plan = resolve_refine(understand(question, history, retriever, reader), history,
+                          retriever.area_names())
     sel = select(plan, history, retriever, settings, k=k, filters=filters, evidence=evidence)
     return sel.standalone or question, sel.hits[:max(k, len(sel.focus))], sel.refused
 
@@ -250,7 +251,7 @@ def answer_stream(question: str, *, retriever: Retriever, generator: Generator,
     timings = {"understand": ms()}
     for key in list(drop) + [f"filter:{f}" for f in drop_filters]:
         plan = plan.without(key)
-    plan = resolve_refine(plan, history)
+    plan = resolve_refine(plan, history, retriever.area_names())
     sel = select(plan, history, retriever, settings, k=k, filters=filters)
     applied = sel.filters.as_strings() if sel.filters else []
     notes = list(sel.notes)

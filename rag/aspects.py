@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
+from rag.names import fold
+from rag.roles import MIN_ROLE, named_things, role_score
 from rag.text import normalise
 
 if TYPE_CHECKING:
@@ -30,77 +32,6 @@ if TYPE_CHECKING:
 MAX_PAPERS, MIN_PAPERS = 15, 8
 #: Themes an aspect survey groups its lines into (fewer for few papers: one per 4 lines).
 MAX_THEMES = 4
-#: A sentence needs at least this role score (cues) to stand for its paper's aspect.
-MIN_ROLE = 0.9
-
-_LIMITATION = re.compile(
-    r"\b(?:limitations?|limited|fail\w*|struggl\w*|vulnerab\w*|brittle\w*|bias\w*|cannot|"
-    r"unable|degrad\w*|hallucinat\w*|overlook\w*|neglect\w*|weakness\w*|shortcoming\w*|"
-    r"drawbacks?|suffer\w*|poorly|inconsisten\w*|unreliab\w*|risks?|gaps?|lack\w*|"
-    r"insufficien\w*|challeng\w*|remain\w* (?:unclear|open|difficult|unsolved)|"
-    r"does not|do not|fall short|sensitiv\w*|costly|expensive|overfit\w*|collapse\w*)\b", re.I)
-_DATASET = re.compile(
-    r"\b(?:datasets?|benchmarks?|corpus|corpora|suites?|testbeds?|leaderboards?|tasks|"
-    r"evaluat\w* (?:on|across|with)|experiments? (?:on|across)|tested on|trained on)\b", re.I)
-_METRIC = re.compile(
-    r"\b(?:metrics?|measured? (?:by|with|in terms of)|in terms of|scores?|accuracy|precision|"
-    r"recall|F1|perplexity|success rates?|win rates?|latency|throughput|error rates?|AUC|"
-    r"AUROC|BLEU|ROUGE[-\w]*|FID|PSNR|SSIM|LPIPS|mAP|IoU|pass@\d+|exact match|correlation|"
-    r"calibration error|ECE|speed-?ups?|%)\b", re.I)
-#: Common metric names spelled in lower case (a closed vocabulary; capitalised names such as
-#: FID, BLEU or AUROC are found as names).
-METRIC_WORDS = ("accuracy", "precision", "recall", "perplexity", "success rate", "win rate",
-                "latency", "throughput", "error rate", "exact match", "calibration error",
-                "correlation", "F1", "pass@1", "pass@k", "mAP", "IoU")
-#: A dataset or benchmark or metric name: a capitalised name with a capital or digit inside
-#: (LongBench, GSM8K, MMLU, ImageNet-1K, HumanEval), or ending in Bench/QA/Eval.
-_THING = re.compile(r"\b(?:[A-Z][A-Za-z0-9]*[A-Z0-9][A-Za-z0-9]*(?:[-.][A-Za-z0-9]+)*|"
-                    r"[A-Za-z]+(?:Bench|QA|Eval|Arena|Set|Net)\b)(?:[-@][0-9A-Za-z]+)?")
-#: Names that are no dataset, benchmark or metric (models, method families, units).
-_NOT_THINGS = frozenset("LLM LLMs VLM VLMs MLLM MLLMs GPT GPT-4 GPT-4o GPT-3.5 AI ML RL NLP CV "
-                        "LoRA SFT DPO PPO GRPO RLHF CoT RAG MoE KV CNN CNNs GNN GNNs ViT ViTs "
-                        "API APIs GPU GPUs CPU TPU MLP MLPs SOTA OOD IID".split())
-
-ROLES = {"approaches": "Approach", "results": "Evidence / results"}
-
-
-def role_score(aspect: str, sentence: str, position: float) -> float:
-    """How much ``sentence`` (at relative ``position`` in its abstract, 0 first) plays the part
-    of ``aspect``: :func:`rag.compare.cue_score` of the matching table row for approaches and
-    results; cue counts for limitations (limitation words), datasets (dataset words plus names)
-    and metrics (metric words plus names)."""
-    from rag.compare import cue_score
-
-    if aspect in ROLES:
-        return cue_score(ROLES[aspect], sentence, position)
-    if aspect == "limitations":
-        hits = len(_LIMITATION.findall(sentence))
-        return min(2.0, hits) - (0.5 if position == 0 and hits < 2 else 0.0)
-    things = named_things(aspect, sentence)
-    cue = _DATASET if aspect == "datasets" else _METRIC
-    return (1.0 if cue.search(sentence) else 0.0) + min(1.5, 0.5 * len(things))
-
-
-def named_things(aspect: str, sentence: str) -> list[str]:
-    """The dataset/benchmark names (``aspect`` ``datasets``) or metric names (``metrics``) a
-    sentence names, in order, without repeats. Names of models and method families
-    (:data:`_NOT_THINGS`) are left out; for datasets only names in a sentence that talks about
-    data or evaluation count."""
-    if aspect == "datasets" and not _DATASET.search(sentence):
-        return []
-    found = [m.group(0).rstrip(".") for m in _THING.finditer(sentence)]
-    if aspect == "metrics":
-        found = [f for f in found if _METRIC.fullmatch(f) or f.isupper()]
-        low = sentence.lower()
-        found += [w for w in METRIC_WORDS if re.search(rf"\b{re.escape(w.lower())}\b", low)]
-    out = []
-    for f in found:
-        if f in _NOT_THINGS or len(f) < 2 or f in out:
-            continue
-        out.append(f)
-    return out
-
-
 def _themes(vecs: np.ndarray, n: int) -> list[int]:
     """Theme of each of ``n`` lines (agglomerative clustering, cosine, average linkage)."""
     k = min(MAX_THEMES, max(1, n // 4))
@@ -161,7 +92,10 @@ def aspect_survey(aspect: str, query: str, hits: Sequence[Hit], embedder: Embedd
                     and score > best_score:
                 best, best_score = c, score
         if best is not None:
-            things = named_things(aspect, best.text) if aspect in ("datasets", "metrics") else []
+            own = fold(hits[n - 1].paper.title.partition(":")[0]) \
+                if ":" in hits[n - 1].paper.title else ""
+            things = named_things(aspect, best.text, own) if aspect in ("datasets", "metrics") \
+                else []
             if aspect in ("datasets", "metrics") and not things:
                 continue
             lines.append((n, best, things))

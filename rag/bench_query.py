@@ -8,7 +8,10 @@ its abstract's sentences, done before the prompt is built) is timed separately. 
 in milliseconds, plus the ratio of medians.
 
 answer: time to first token and total time of ``answer()`` with the configured generator on the
-index in use, median of 5 runs of the same question (the model is warmed up once first).
+index in use, median of 5 runs of the same question (the model is warmed up once first), and the
+understanding step's own cost (reading the turn into a plan: slots, the reader's embedding and
+its linear heads; ``understand_ms_median``, part of ``retrieve_ms_median``, which is measured
+from the start of the call).
 """
 
 from __future__ import annotations
@@ -145,7 +148,7 @@ def bench_answer(settings: Settings, question: str | None = None, runs: int = 5)
     for r in range(runs):
         for mode in modes:
             ans = answer(questions[r % len(questions)], mode=mode, **kwargs)
-            for key in ("retrieve", "first_token", "model_first_token", "total"):
+            for key in ("understand", "retrieve", "first_token", "model_first_token", "total"):
                 if key in ans.timings_ms:
                     times[mode].setdefault(key, []).append(ans.timings_ms[key])
 
@@ -156,6 +159,7 @@ def bench_answer(settings: Settings, question: str | None = None, runs: int = 5)
     result = {
         "bench": "answer", "index": pipe.retriever.name, "model": pipe.generator.name,
         "questions": questions[:runs], "runs": runs, "default_mode": default,
+        "understand_ms_median": med(default, "understand"),
         "retrieve_ms_median": med(default, "retrieve"),
     }
     for mode in modes:

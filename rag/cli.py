@@ -61,10 +61,22 @@ def _parser() -> argparse.ArgumentParser:
     ask.add_argument("--llm-url", default=None, help="OpenAI-compatible server …/v1")
     ask.add_argument("--chroma-url", default=None)
     ask.add_argument("--json", action="store_true", help="print one JSON object")
+    ask.add_argument("--continue", dest="continue_", action="store_true",
+                     help="the next turn of the last conversation (kept by ask and chat)")
     ask.add_argument("--answer-mode", default=None, choices=ANSWER_MODES,
                      help="auto (default: by the model's size), extractive (quotes chosen by the "
                      "evidence scores), constrained (the model picks quotes under a grammar), "
                      "generative (the model writes; unsupported sentences are set apart)")
+
+    ch = sub.add_parser("chat", help="a conversation in the terminal, kept between sessions "
+                        "(/reset, /bib)")
+    ch.add_argument("--index", default=None)
+    ch.add_argument("--k", type=int, default=None, help="papers retrieved (default 5)")
+    ch.add_argument("--model", default=None, help="GGUF file (default: bundled SmolLM2-135M)")
+    ch.add_argument("--llm-url", default=None, help="OpenAI-compatible server …/v1")
+    ch.add_argument("--chroma-url", default=None)
+    ch.add_argument("--new", action="store_true", help="start a new conversation")
+    ch.add_argument("--answer-mode", default=None, choices=ANSWER_MODES)
 
     sv = sub.add_parser("serve", help="serve the chat UI")
     sv.add_argument("--index", default=None)
@@ -218,33 +230,122 @@ def format_answer(ans) -> str:
     return "\n".join(lines + references(ans))
 
 
-def cmd_ask(args) -> int:
-    from rag.answer import DoneEvent, HitsEvent, TokenEvent, answer_stream, check_question
-    from rag.filters import Filters
-    from rag.pipeline import Pipeline
+def _answer_here(question: str, pipe, settings, *, filters=None, history=(), as_json=False):
+    """Answer one turn in the terminal as the browser does (same plan, same answer): the plan's
+    line, then the streamed answer and its references; with ``as_json`` the ``ask --json``
+    object only. Returns the :class:`rag.types.Answer`."""
+    from rag.answer import DoneEvent, HitsEvent, TokenEvent, answer_stream
     from rag.rendering import answer_json
 
-    settings = _settings(args)
-    question = check_question(args.question, settings.max_question_chars)
-    filters = Filters.parse(args.filter)
-    pipe = Pipeline(settings)
-    generator = pipe.generator  # validates --model before any retrieval work
     final = None
-    for ev in answer_stream(question, retriever=pipe.retriever, generator=generator,
-                            settings=settings, filters=filters, mode=settings.answer_mode):
-        if isinstance(ev, HitsEvent) and not args.json and ev.standalone_question != question:
+    for ev in answer_stream(question, retriever=pipe.current_retriever(),
+                            generator=pipe.generator, settings=settings, filters=filters,
+                            history=list(history), mode=settings.answer_mode, reader=pipe.reader):
+        if isinstance(ev, HitsEvent) and not as_json and ev.standalone_question != question:
             print(f"(searching for: {ev.standalone_question})", file=sys.stderr)
-        elif isinstance(ev, TokenEvent) and not args.json:
+        elif isinstance(ev, TokenEvent) and not as_json:
             print(ev.text, end="", flush=True)
         elif isinstance(ev, DoneEvent):
             final = ev.answer
-    if args.json:
+    if as_json:
         print(json.dumps(answer_json(final, filters), ensure_ascii=False, indent=2))
     else:
         if final.refused:
             print(final.text)
         print(format_answer(final))
+    return final
+
+
+def cmd_ask(args) -> int:
+    """``paperchat ask``: one turn. It starts a new conversation (kept under
+    ``$PAPERCHAT_HOME/conversations/``), or with ``--continue`` it is the next turn of the
+    last one (the same one ``paperchat chat`` keeps)."""
+    from rag import history as hist
+    from rag.answer import check_question
+    from rag.filters import Filters
+    from rag.pipeline import Pipeline
+
+    settings = _settings(args)
+    question = check_question(args.question, settings.max_question_chars)
+    filters = Filters.parse(args.filter)
+    pipe = Pipeline(settings)
+    pipe.generator  # validates --model before any retrieval work
+    path = hist.conversation_path(settings.home, settings.index)
+    turns = hist.load(path, pipe.current_retriever().papers, settings.index) \
+        if args.continue_ else []
+    if args.continue_ and not turns and not args.json:
+        print("(no earlier conversation with this index: a new one starts)", file=sys.stderr)
+    final = _answer_here(question, pipe, settings, filters=filters, history=turns,
+                         as_json=args.json)
+    hist.save(path, (turns + [hist.turn_after(final)])[-hist.MAX_TURNS:], settings.index)
     return 0
+
+
+#: What ``paperchat chat`` says at its start and for ``/help``.
+CHAT_HELP = ("Ask about the papers; follow up on the answer (\"the second one\", \"which of these are "
+             "orals?\"). Commands: /reset starts a new conversation, /bib prints the BibTeX of "
+             "every paper cited so far, /help, /quit (or Ctrl-D). The conversation is kept for "
+             "the next session.")
+
+
+def cmd_chat(args) -> int:
+    """``paperchat chat``: a conversation in the terminal, the same plans and answers as the
+    browser, kept between sessions in ``$PAPERCHAT_HOME/conversations/<index>.json`` (``--new``
+    starts over). Ctrl-C stops the answer being written, Ctrl-D or ``/quit`` ends the session."""
+    from rag import history as hist
+    from rag.answer import check_question
+    from rag.errors import PaperchatError
+    from rag.export import bibtex
+    from rag.pipeline import Pipeline
+
+    settings = _settings(args)
+    pipe = Pipeline(settings)
+    pipe.generator
+    path = hist.conversation_path(settings.home, settings.index)
+    turns = [] if args.new else hist.load(path, pipe.current_retriever().papers, settings.index)
+    print(f"paperchat on index {settings.index!r} ({len(pipe.current_retriever()):,} papers). "
+          + CHAT_HELP)
+    if turns:
+        print(f"(continuing a conversation of {len(turns)} turns; /reset starts a new one)")
+    while True:
+        try:
+            line = input("\nyou> ").strip()
+        except EOFError:
+            print()
+            return 0
+        except KeyboardInterrupt:
+            print()
+            continue
+        if not line:
+            continue
+        if line in ("/quit", "/exit"):
+            return 0
+        if line == "/help":
+            print(CHAT_HELP)
+            continue
+        if line == "/reset":
+            turns = []
+            hist.save(path, turns, settings.index)
+            print("(a new conversation)")
+            continue
+        if line == "/bib":
+            cited = list({p.id: p for t in turns for p in t.papers}.values())
+            print(bibtex(cited).strip() if cited else "(no paper cited yet)")
+            continue
+        if line.startswith("/"):
+            print(f"unknown command {line.split()[0]!r}; " + CHAT_HELP)
+            continue
+        try:
+            question = check_question(line, settings.max_question_chars)
+            final = _answer_here(question, pipe, settings, history=turns)
+        except KeyboardInterrupt:
+            print("\n(stopped)")
+            continue
+        except PaperchatError as exc:
+            print(f"paperchat: error: {exc}", file=sys.stderr)
+            continue
+        turns = (turns + [hist.turn_after(final)])[-hist.MAX_TURNS:]
+        hist.save(path, turns, settings.index)
 
 
 def cmd_serve(args) -> int:
@@ -365,7 +466,8 @@ def main(argv: list[str] | None = None) -> int:
     offline.enforce()
     args = _parser().parse_args(argv)
     try:
-        return {"index": cmd_index, "ask": cmd_ask, "serve": cmd_serve, "eval": cmd_eval,
+        return {"index": cmd_index, "ask": cmd_ask, "chat": cmd_chat, "serve": cmd_serve,
+                "eval": cmd_eval,
                 "bench": cmd_bench, "map": cmd_map, "fetch": cmd_fetch}[args.command](args)
     except PaperchatError as exc:
         print(f"paperchat: error: {exc}", file=sys.stderr)

@@ -139,7 +139,7 @@ def candidates(question: str, hits: Sequence[Hit], embedder: Embedder,
         scores = scores + np.array([results_bonus if results.search(s) else 0.0 for s in flat],
                                    dtype=np.float32)
     if aspect in ("limitations", "datasets", "metrics"):
-        from rag.aspects import MIN_ROLE, role_score
+        from rag.roles import MIN_ROLE, role_score
 
         scores = scores + np.array([APPROACH_BONUS if role_score(aspect, s, 0.5) >= MIN_ROLE
                                     else 0.0 for s in flat], dtype=np.float32)

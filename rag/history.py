@@ -68,6 +68,14 @@ def turn_after(answer) -> Turn:
 # --- kept between sessions ------------------------------------------------------------------
 #: Version of the saved conversation file; another version is not read.
 FORMAT_VERSION = 1
+#: Turns a kept conversation holds (the oldest are dropped; only the last one is referred to).
+MAX_TURNS = 50
+
+
+def conversation_path(home: Path, index: str) -> Path:
+    """Where ``paperchat chat`` and ``ask --continue`` keep the conversation with ``index``:
+    ``<home>/conversations/<index>.json``."""
+    return Path(home) / "conversations" / f"{index}.json"
 
 
 def to_json(turns: Sequence[Turn]) -> dict:

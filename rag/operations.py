@@ -23,6 +23,7 @@ model; ties are stated.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Sequence
 
@@ -83,25 +84,34 @@ class Selection:
 
 
 # --- a refine is the previous plan with one change -------------------------------------------
-def resolve_refine(plan: Plan, history: Sequence[Turn]) -> Plan:
+def resolve_refine(plan: Plan, history: Sequence[Turn], areas: Sequence[str] = ()) -> Plan:
     """A ``refine`` plan made concrete: the previous turn's plan with the new subject
     (``plan.topic``: "Which papers study KV cache compression?" then "And for vision
     transformers?" searches "Which papers study KV cache compression for vision transformers?";
-    a previous change of subject is replaced, not stacked) and the new filters. Other plans are
-    returned as they are."""
+    a previous change of subject is replaced, not stacked) and the new filters, which replace
+    the previous filters on the same field ("how many orals in RL?" then "and in
+    optimization?": the area changes, the decision stays). A new subject that is exactly one of
+    ``areas`` (the index's primary areas) is that area's filter. Other plans are returned as
+    they are."""
+    from rag.slots import match_area
+
     if plan.op != "refine":
         return plan
     prev = history[-1] if history else None
     if prev is None:
         return replace(plan, op="survey")
-    base = Plan(**{k: v for k, v in prev.plan.items() if k in Plan.__dataclass_fields__}) \
-        if prev.plan else Plan(op="survey", query=prev.standalone or prev.question)
+    base = Plan.from_json(prev.plan) if prev.plan else \
+        Plan(op="survey", query=prev.standalone or prev.question)
     if base.op == "refine":
         base = replace(base, op="survey")
     query = base.query or prev.standalone or prev.question
     earlier = base.subject
     subject = plan.topic if plan.topic and plan.topic != plan.query else ""
-    if not subject and not plan.filters:  # no new subject, no new filter: a question of its own
+    said = list(plan.filters)
+    area = match_area(subject, areas, exact=True) if subject and areas else None
+    if area:
+        said, subject = said + [f"primary_area={area}"], ""
+    if not subject and not said:  # no new subject, no new filter: a question of its own
         return replace(plan, op=base.op if base.op not in ("refine", "count") else "survey",
                        papers="search", topic=plan.query)
     if subject:
@@ -110,7 +120,9 @@ def resolve_refine(plan: Plan, history: Sequence[Turn]) -> Plan:
             stem = stem[: -len(f" for {earlier}")]
         query = f"{stem} for {subject}?"
     papers = base.papers if base.papers in ("search", "catalog") else "search"
-    filters = list(dict.fromkeys(base.filters + plan.filters))
+    fields = {re.split(r"[=<>]", f)[0] for f in said}
+    filters = list(dict.fromkeys([f for f in base.filters
+                                  if re.split(r"[=<>]", f)[0] not in fields] + said))
     return replace(base, papers=papers, query=query, topic=subject or base.topic,
                    subject=subject or earlier, filters=filters, positions=[], ids=[],
                    confidence=plan.confidence, said=plan.said, notes=plan.notes,
@@ -201,7 +213,8 @@ def _from_previous(plan: Plan, source: str, prev: Turn, used: Filters, retriever
             f"the {len(papers)} papers under discussion"
     else:
         papers = shown
-        scope = f"the {len(papers)} papers of the previous answer"
+        scope = (f"the {len(papers)} papers of the previous answer" if len(papers) != 1
+                 else "the one paper of the previous answer")
     plan.ids = [p.id for p in papers]
     total = len(papers)
     kept = [p for p in papers if not used or used.matches(p)]

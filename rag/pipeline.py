@@ -149,6 +149,14 @@ class Pipeline:
                     self._generator = make_generator(self.settings)
         return self._generator
 
+    @property
+    def reader(self):
+        """The turn reader (:class:`rag.turn_reader.TurnReader`) over this pipeline's embedder
+        when it is the bundled all-MiniLM-L6-v2 (:func:`rag.answer.default_reader`), loaded once."""
+        from rag.answer import default_reader
+
+        return default_reader(self.retriever, self.settings)
+
     # -- picking up a re-indexed index ---------------------------------------------------------
     def _manifest_path(self) -> Path:
         if self._manifest is None:  # the index's name never changes: built once

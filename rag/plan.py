@@ -168,10 +168,23 @@ class Plan:
         return replace(self, dropped=dropped)
 
     def to_json(self) -> dict:
-        """The plan as ``ask --json`` gives it (every field, plus ``summary``)."""
+        """The plan as ``ask --json`` gives it: every field, plus ``summary`` (the one line),
+        ``parts`` (``[[key, text], ...]``, :meth:`parts`: what the UI shows as removable chips)
+        and ``unsure`` (the answer states its reading)."""
         out = asdict(self)
         out["summary"] = self.summary()
+        out["parts"] = [list(p) for p in self.parts()]
+        out["unsure"] = self.unsure
         return out
+
+    @classmethod
+    def from_json(cls, data: dict) -> "Plan":
+        """The plan :meth:`to_json` gave (extra keys ignored).
+
+        Raises:
+            ValueError: a field with a value the plan does not take.
+        """
+        return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
 
 
 def _filter_text(f: str) -> str:

@@ -54,6 +54,14 @@ _TIER_ALONE = re.compile(r"\b(?:(?:among|in|from|of)\s+(?:the\s+)?(orals|spotlig
                          # "only orals", "just the posters", "posters only"
                          r"(?:only|just)\s+(?:the\s+)?(orals?|spotlights?|posters?)\b|"
                          r"(orals?|spotlights?|posters?)\s+only\b|"
+                         # "were any of them rejected?", "which of those got accepted"
+                         r"(?:them|these|those)\s+(?:\w+\s+)?(?:ultimately\s+|eventually\s+|finally\s+)?"
+                         r"(rejected|withdrawn|accepted)\b|"
+                         # "filter to posters", "restrict it to the orals"
+                         r"(?:filter|restrict|limit|narrow)\w*\s+(?:it\s+|them\s+|this\s+|down\s+)?"
+                         r"to\s+(?:the\s+)?(orals?|spotlights?|posters?)\b|"
+                         # "the lowest-rated poster", "best reviewed orals"
+                         r"(?:rated|scored|reviewed|ranked)\s+(orals?|spotlights?|posters?)\b|"
                          # "oral?" "the spotlight ones"
                          r"(oral|spotlight)\b(?=\s*(?:[?.!,;]|$|ones?\b)))",
                          re.I)
@@ -62,8 +70,9 @@ _TIER_WORD = {"oral": "oral", "orals": "oral", "spotlight": "spotlight", "spotli
               "withdrawn": "withdrawn", "accepted": "accepted"}
 # "rated 6 or higher", "rating >= 6", "with a mean rating above 5.5", "scored at least 8"
 _RATING = re.compile(
-    r"\b(?:(?:with\s+)?(?:an?\s+)?(?:mean\s+|average\s+|reviewer\s+)?(?:rating|score)s?|rated|scored)"
-    r"\s*(?:of\s+)?(>=|<=|>|<|=|≥|≤|at least|at most|above|over|below|under|greater than|"
+    r"\b(?:(?:with\s+)?(?:an?\s+)?(?:(?:mean|average|avg|reviewer|review|overall)\s+){0,2}"
+    r"(?:rating|score)s?|rated|scored)"
+    r"\s*(?:(?:is|are|was|were|of)\s+)?(>=|<=|>|<|=|≥|≤|at least|at most|above|over|below|under|greater than|"
     r"more than|higher than|less than|lower than|of at least|no less than|no more than)?\s*"
     r"(\d{1,2}(?:\.\d{1,2})?)(?![\d.])(?:\s*(?:/|out of)\s*10)?(\s+or\s+(?:higher|more|above|better|greater|"
     r"lower|less|below|worse))?(?:\s+and\s+(?:up|above))?", re.I)
@@ -72,7 +81,8 @@ _OPS = {">=": ">=", "≥": ">=", "at least": ">=", "of at least": ">=", "no less
         "over": ">", "greater than": ">", "more than": ">", "higher than": ">", "<": "<",
         "below": "<", "under": "<", "less than": "<", "lower than": "<", "=": "="}
 # "in 2018", "from ICLR 2018", "ICLR 2018 papers"
-_YEAR = re.compile(r"\b(?:(?:in|from|at|of|during)\s+(?:ICLR\s+)?|ICLR\s+)((?:19|20)\d\d)\b", re.I)
+_YEAR = re.compile(r"\b(?:(?:in|from|at|of|during)\s+(?:ICLR\s+)?|ICLR\s+)((?:19|20)\d\d)\b|"
+                   rf"\b((?:19|20)\d\d)(?='?s?\s+(?:{_PAPERS}|orals?|posters?|spotlights?)\b)", re.I)
 # "papers by Yoshua Bengio", "work from Sergey Levine", "authored by Chelsea Finn"
 _AUTHOR = re.compile(rf"\b(?:{_PAPERS}\s+(?:written\s+|authored\s+)?(?:by|from)|authored\s+by|"
                      r"written\s+by)\s+((?:[A-Z][\w'.\-]*\.?\s+){0,3}[A-Z][\w'\-]+)", re.U)
@@ -88,6 +98,9 @@ _AREA = re.compile(r"\b(?:(?:in|from|of|within)\s+(?:the\s+)?)?(?:(?:primary\s+)
                    r"(?:area|track|category)\b)", re.I)
 # "orals in causal reasoning", "within the learning theory ...": an area named exactly after "in"
 _IN_AREA = re.compile(r"\b(?:in|within|from)\s+(?:the\s+)?(?=\w)", re.I)
+# "the optimization papers", "learning theory orals": an area named exactly before the noun
+_AREA_PAPERS = re.compile(r"(?<=\w)\s+(?:papers?|submissions?|works|orals?|posters?|"
+                          r"spotlights?)\b", re.I)
 # ... and ends the phrase there ("in learning theory?", not "in learning-theory proof sketches")
 _AREA_END = re.compile(r"\s*(?:[?.!,;:)]|$|(?:and|or|with|that|which|rated|about|on|papers?|"
                        r"area|track|from|in|by|are|is|were|was|sorted|ordered|having|where|"
@@ -169,7 +182,9 @@ def match_area(text: str, areas: Sequence[str], exact: bool = False) -> str | No
     want = re.sub(r"^(?:the|a|an)\s+", "", want)
     want = re.sub(r"\s+(?:area|track|category)$", "", want)
     for area in areas:
-        if fold(area) == want or fold(re.split(r"[,(]", area)[0]) == want:
+        head = fold(re.split(r"[,(]", area)[0])
+        if fold(area) == want or head == want or \
+                re.sub(r"^applications to ", "", fold(area)) == want:
             return area
     if exact:
         return None
@@ -212,7 +227,7 @@ def read_filters(question: str, *, areas: Sequence[str] = ()) -> FilterSlots:
                 else "<=" if tail else ">="
         take(m, "rating", f"{op}{m.group(2)}")
     for m in _YEAR.finditer(question):
-        take(m, "year", m.group(1))
+        take(m, "year", m.group(1) or m.group(2))
     for m in _AUTHOR.finditer(question):
         if len(m.group(1)) <= MAX_AUTHOR_CHARS:
             take(m, "author", m.group(1).strip(), m.start(), m.end())
@@ -236,6 +251,17 @@ def read_filters(question: str, *, areas: Sequence[str] = ()) -> FilterSlots:
                 area = match_area(question[m.end():end], areas, exact=True)
                 if area and _AREA_END.match(question[end:]):
                     take(m, "primary_area", area, m.start(), end)
+                    break
+            if "primary_area" in values:
+                break
+    if areas and "primary_area" not in values:
+        for m in _AREA_PAPERS.finditer(question):
+            words = list(re.finditer(r"[\w&'-]+,?", question[:m.start()]))
+            for j in range(max(0, len(words) - 14), len(words)):  # the longest run naming one
+                start = words[j].start()
+                area = match_area(question[start:m.start()], areas, exact=True)
+                if area:
+                    take(m, "primary_area", area, start, m.start())
                     break
             if "primary_area" in values:
                 break
@@ -324,7 +350,8 @@ def positions(text: str, n_previous: int = 0) -> tuple[list[int], list[tuple[int
     """Papers of the previous answer named by number in ``text``, in the turn's order without
     repeats, and the character spans that named them: "[3]", "#2", "paper 4", "the second one",
     "2nd", "the last one" (``n_previous``, the previous answer's number of papers), "the last
-    two". Numbers above ``n_previous`` (when it is given) are dropped."""
+    two". Numbers above ``n_previous`` are kept (the answer says the previous answer did not
+    show them)."""
     found: list[tuple[int, int]] = []  # (start, number)
     spans: list[tuple[int, int]] = []
     for m in _BY_NUMBER.finditer(text):
@@ -343,7 +370,7 @@ def positions(text: str, n_previous: int = 0) -> tuple[list[int], list[tuple[int
             spans.append(m.span())
     out: list[int] = []
     for _, n in sorted(found):
-        if n >= 1 and (not n_previous or n <= n_previous) and n not in out:
+        if 1 <= n <= 99 and n not in out:
             out.append(n)
     return out, spans
 
@@ -372,6 +399,11 @@ def plural(text: str) -> bool:
     """True when ``text`` asks for papers in the plural ("the best-rated papers") and names no
     single one ("the best paper", "which one")."""
     return bool(_PLURAL.search(text)) and not _SINGULAR.search(text)
+
+
+def singular(text: str) -> bool:
+    """True when ``text`` names a single paper ("a paper", "which one", "the work")."""
+    return bool(_SINGULAR.search(text))
 
 
 def ascending(text: str) -> bool:
@@ -468,12 +500,12 @@ def comparison_sides(text: str) -> list[str] | None:
 
 
 def _side_ok(side: str) -> bool:
-    """A comparison side names a paper: two words or more, or one name-like word (StepORLM,
-    GRPO, F2SA: a capital after the first letter, or a digit)."""
+    """A comparison side names a paper: two words or more, or one word written as a name
+    (StepORLM, GRPO, F2SA, Cactus: a capital or a digit; not "it" or "this")."""
     words = side.split()
     if len(words) >= 2:
         return True
-    return len(words) == 1 and len(words[0]) >= 3 and bool(re.search(r"^.+[A-Z0-9]", words[0]))
+    return len(words) == 1 and len(words[0]) >= 3 and bool(re.search(r"[A-Z0-9]", words[0]))
 
 
 # --- a new subject ----------------------------------------------------------------------------

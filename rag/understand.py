@@ -52,9 +52,13 @@ def allowed_papers(context: TurnContext, found: TurnSlots) -> set[str]:
     return allowed
 
 
-def compatible(papers: str, op: str, context: TurnContext) -> bool:
-    """True when operation ``op`` can act on ``papers`` (see the module docstring)."""
+def compatible(papers: str, op: str, context: TurnContext, found: TurnSlots | None = None
+               ) -> bool:
+    """True when operation ``op`` can act on ``papers`` (see the module docstring); a turn
+    whose words name comparison sides ("how does A differ from B", "A vs B") is a comparison."""
     if op == "refine" and not context.has_previous:
+        return False
+    if found is not None and found.sides and op != "compare":
         return False
     if papers == "catalog" and op in _ONE_PAPER_OPS:
         return False
@@ -80,7 +84,7 @@ def read_turn(text: str, context: TurnContext, reader: TurnReader, *, areas: Seq
         if papers not in allowed:
             continue
         for op, po in probs["op"].items():
-            if not compatible(papers, op, context):
+            if not compatible(papers, op, context, found):
                 continue
             p = pp * po
             total += p

@@ -239,6 +239,17 @@ def test_a_new_subject_replaces_the_previous_one_instead_of_stacking():
     assert alone.query == "protein folding" and alone.op == "survey"
     assert resolve_refine(Plan("search", "refine", query="only orals", filters=["status=oral"]),
                           [first]).query == asked.query
+    # a new filter replaces the previous one on its field; an area said as a subject is its filter
+    counted = Plan("catalog", "count", filters=["status=oral", "primary_area=learning theory"])
+    turn = Turn("How many orals in learning theory?", kind="count", plan=counted.to_json())
+    moved = resolve_refine(Plan("catalog", "refine", filters=["primary_area=optimization"],
+                                query="and in optimization?"), [turn])
+    assert (moved.op, sorted(moved.filters)) == ("count", ["primary_area=optimization",
+                                                           "status=oral"])
+    named = resolve_refine(Plan("search", "refine", topic="optimization",
+                                query="what about optimization?"), [turn],
+                           areas=["optimization", "learning theory"])
+    assert sorted(named.filters) == ["primary_area=optimization", "status=oral"]
 
 
 @pytest.mark.parametrize("question,sides", [

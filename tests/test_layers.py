@@ -13,10 +13,12 @@ from tests.conftest import ROOT
 
 PACKAGES = ("rag", "index", "ui")
 #: Modules that import nothing of the project's.
-BASICS = ("rag.types", "rag.text", "rag.paths", "rag.errors", "rag.cpu")
+BASICS = ("rag.types", "rag.text", "rag.paths", "rag.errors", "rag.cpu", "rag.plan")
 #: Query-side modules: they read an index through index.reader, never index.build.
-QUERY_SIDE = ("rag.retrieve", "rag.answer", "rag.conversation", "rag.refusal", "rag.grounding",
-              "rag.compare", "rag.compose", "rag.filters", "rag.facets", "rag.intent",
+QUERY_SIDE = ("rag.retrieve", "rag.answer", "rag.history", "rag.refusal", "rag.grounding",
+              "rag.compare", "rag.compose", "rag.filters", "rag.facets", "rag.slots",
+              "rag.names", "rag.turn_reader", "rag.understand", "rag.operations", "rag.aspects",
+              "rag.roles",
               "rag.evaluate", "rag.evaluate_answers", "rag.evaluate_checks", "rag.rendering",
               "rag.export", "rag.mapfigure")
 #: What the write side must never import.

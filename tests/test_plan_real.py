@@ -1,0 +1,199 @@
+"""Every operation of a plan against a real index with the real models (bundled MiniLM, the
+bundled GGUF, real Chroma): the seed corpus for most, the accepted ICLR 2026 list (shared data,
+slow) for surveys of an aspect. Expected values are computed here from the paper list or the
+stored vectors, never taken from the code under test."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from rag.evaluate_checks import bibtex_ids
+from rag.history import turn_after
+from tests.conftest import SEED
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def ask(real_index, real_settings, real_generator):
+    from rag.answer import answer
+
+    def run(question, history=()):
+        ans = answer(question, retriever=real_index, generator=real_generator,
+                     settings=real_settings, history=list(history), mode="extractive")
+        return ans, list(history) + [turn_after(ans)]
+
+    return run
+
+
+def _seed() -> list[dict]:
+    return [json.loads(line) for line in SEED.read_text().splitlines() if line.strip()]
+
+
+def _mean(p: dict) -> float:
+    r = p.get("ratings_2025_11_22") or p.get("ratings") or []
+    if isinstance(r, str):
+        r = json.loads(r)
+    return round(sum(r) / len(r), 2) if r else -1.0
+
+
+def test_which_of_these_keeps_the_previous_papers_that_pass(ask):
+    first, history = ask("Which papers are about optimization or learning theory?")
+    ans, _ = ask("which of those are in the learning theory area?", history)
+    before = {h.id for h in first.hits}
+    assert ans.hits and {h.id for h in ans.hits} <= before
+    assert all(h.paper.primary_area == "learning theory" for h in ans.hits)
+    want = [h.id for h in first.hits if h.paper.primary_area == "learning theory"]
+    assert sorted(h.id for h in ans.hits) == sorted(want)
+    assert "primary_area=learning theory" in ans.filters_applied and ans.kind == "list"
+
+
+def test_a_count_from_the_catalog(ask):
+    n = sum(1 for p in _seed() if p["primary_area"] == "learning theory")
+    ans, _ = ask("how many papers are there in the learning theory area?")
+    assert ans.kind == "count" and ans.text.startswith(f"{n} of the 19 papers")
+
+
+def test_bibtex_of_the_second_one(ask):
+    first, history = ask("Which papers are about optimization?")
+    ans, _ = ask("Give me the BibTeX of the second one", history)
+    assert ans.kind == "cite" and bibtex_ids(ans.text) == [first.hits[1].id]
+    assert ans.hits[0].id == first.hits[1].id and "```bibtex" in ans.text
+
+
+def test_papers_similar_to_a_named_paper_by_paper_vectors(ask, real_index):
+    target = "aITKXFeivk"  # RFTHGS
+    vecs = real_index.store.paper_vectors(sorted(real_index.papers), real_index.n_chunks)
+    cents = {pid: v.mean(0) / np.linalg.norm(v.mean(0)) for pid, v in vecs.items()}
+    ranked = sorted((p for p in cents if p != target),
+                    key=lambda p: -float(cents[p] @ cents[target]))
+    ans, _ = ask("Which papers are similar to RFTHGS?")
+    assert ans.kind == "similar" and target not in [h.id for h in ans.hits]
+    assert [h.id for h in ans.hits[:3]] == ranked[:3]
+
+
+def test_more_like_that_one_after_a_best_match(ask, real_index):
+    first, history = ask("Which paper proposes StepORLM?")
+    assert first.hits[0].id == "ZrgxU8WMmG"
+    ans, _ = ask("anything similar to that one?", history)
+    assert ans.kind == "similar"
+    assert [h.id for h in ans.hits] == [h.id for h in real_index.similar("ZrgxU8WMmG",
+                                                                          k=len(ans.hits))]
+
+
+def test_compare_the_first_two(ask):
+    first, history = ask("Which papers are about optimization?")
+    ans, _ = ask("compare the first two", history)
+    assert ans.kind == "compare"
+    assert sorted(ans.comparison_ids) == sorted(h.id for h in first.hits[:2])
+
+
+def test_a_follow_up_describes_the_paper_under_discussion(ask):
+    _, history = ask("Which paper proposes StepORLM?")
+    ans, _ = ask("What results does it report?", history)
+    assert ans.hits[0].id == "ZrgxU8WMmG" and ans.kind == "followup"
+    assert "StepORLM" in ans.standalone_question and not ans.refused
+
+
+def test_the_plan_is_in_the_json(ask):
+    from rag.rendering import answer_json
+
+    first, history = ask("Which papers are about optimization?")
+    ans, _ = ask("which of them are in the learning theory area?", history)
+    plan = answer_json(ans)["plan"]
+    assert plan["papers"] == "previous" and plan["op"] == "list"
+    assert plan["filters"] == ["primary_area=learning theory"]
+    assert plan["summary"].startswith(f"{len(first.hits)} papers from the previous answer")
+
+
+# --- the accepted list (slow) -------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def accepted_ask(accepted_index, real_embedder, real_generator):
+    from rag.answer import answer
+    from rag.pipeline import Pipeline
+
+    settings, _, _ = accepted_index
+    pipe = Pipeline(settings, embedder=real_embedder, generator=real_generator)
+
+    def run(question, history=()):
+        ans = answer(question, retriever=pipe.retriever, generator=pipe.generator,
+                     settings=settings, history=list(history), mode="extractive")
+        return ans, list(history) + [turn_after(ans)]
+
+    return run
+
+
+def _accepted() -> list[dict]:
+    from tests.conftest import SHARED_DATA
+
+    path = SHARED_DATA / "iclr2026_accepted.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+@pytest.mark.slow
+def test_sort_them_by_rating(accepted_ask):
+    first, history = accepted_ask("Which papers study KV cache compression?")
+    ans, _ = accepted_ask("sort them by reviewer rating", history)
+    means = [(h.paper.rating or {}).get("mean", -1) for h in ans.hits]
+    assert sorted(h.id for h in ans.hits) == sorted(h.id for h in first.hits)
+    assert means == sorted(means, reverse=True) and ans.kind == "rated"
+
+
+@pytest.mark.slow
+def test_the_best_rated_paper_overall_is_exact(accepted_ask):
+    papers = _accepted()
+    best = max(_mean(p) for p in papers)
+    ans, _ = accepted_ask("Which paper has the highest rating overall?")
+    assert ans.kind == "extreme" and ans.hits[0].paper.rating["mean"] == best
+    tied = {p["id"] for p in papers if _mean(p) == best}
+    assert ans.hits[0].id in tied and str(best) in ans.text
+
+
+@pytest.mark.slow
+def test_which_of_these_are_orals(accepted_ask):
+    first, history = accepted_ask("Which papers study KV cache compression?")
+    ans, _ = accepted_ask("which of these got an oral?", history)
+    before = [h.id for h in first.hits]
+    orals = [h.id for h in first.hits if "oral" in h.paper.status.lower()]
+    if orals:
+        assert sorted(h.id for h in ans.hits) == sorted(orals)
+    else:  # none of them: a new search under the filter, said so
+        assert "None of" in ans.text and all("oral" in h.paper.status.lower() for h in ans.hits)
+    assert "status=oral" in ans.filters_applied and ans.kind == "list"
+
+
+@pytest.mark.slow
+def test_a_survey_of_datasets_names_them(accepted_ask):
+    ans, _ = accepted_ask("What datasets are used to evaluate long-context language models?")
+    assert ans.kind == "survey"
+    named = [s for s in ans.sentences if s.kind == "metadata" and s.text.startswith("Named")]
+    assert named, ans.text[:400]
+    from rag.compose import quotable
+
+    # each line quotes a sentence of the paper it cites, and names what it found in it
+    items = [s for s in ans.sentences if s.kind == "item"]
+    assert 4 <= len(items) <= 15
+    for s in items:
+        assert s.quote in quotable(ans.hits[s.citations[0] - 1].paper)
+    # every name in "Named most: X [1] [3]; Y [2]." occurs in the abstracts it cites
+    import re
+
+    for name, marks in re.findall(r"([^;:]+?) ((?:\[\d+\] ?)+)[;.]", named[0].text[len("Named most:"):]):
+        for n in re.findall(r"\d+", marks):
+            assert name.strip() in ans.hits[int(n) - 1].paper.abstract, (name, n)
+
+
+@pytest.mark.slow
+def test_a_survey_of_approaches_quotes_method_sentences(accepted_ask):
+    from rag.roles import role_score
+
+    ans, _ = accepted_ask("What are the main approaches to reducing hallucination in "
+                          "vision-language models?")
+    assert ans.kind == "survey"
+    items = [s for s in ans.sentences if s.kind == "item" and s.quote]
+    assert len(items) >= 6
+    assert all(role_score("approaches", s.quote, 0.5) >= 0.9 for s in items)
+    assert any(s.kind == "heading" for s in ans.sentences)  # grouped into themes
