@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from rag.settings import Settings
 
 K = 10
-TYPES = ("specific", "seed", "comparative", "followup", "out_of_corpus")
+TYPES = ("specific", "seed", "tldr", "comparative", "followup", "out_of_corpus")
 
 
 def read_objects(path: str | Path, valid, what: str) -> list[dict]:
