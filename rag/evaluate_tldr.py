@@ -50,8 +50,8 @@ MIN_WORDS = 4
 
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9+_.-]*[A-Za-z0-9+]|[A-Za-z0-9]")
 _INTRO = re.compile(r"\b(?:propose|proposes|introduce|introduces|present|presents|develop|"
-                    r"develops|design|designs|build|builds|release|releases|call|called|term|termed|name|named|coined|"
-                    r"dubbed)\s*$",
+                    r"develops|design|designs|build|builds|release|releases|call|called|term|"
+                    r"termed|name|named|coined|dubbed)\s*$",
                     re.I)
 
 
@@ -152,7 +152,8 @@ def mask_names(tldr: str, names: list[str]) -> tuple[str, list[str]]:
                 out.append(before + "a method")
                 pos = m.end()
                 continue
-            if _DETERMINER.search(before) and re.match(r"\s+[A-Za-z]", after):  # "our X method", "the X Transform": the name goes
+            if _DETERMINER.search(before) and re.match(r"\s+[A-Za-z]", after):
+                # "our X method", "the X Transform": the name goes
                 out.append(before)
                 pos = m.end() + len(re.match(r"\s*", after).group(0))
                 continue

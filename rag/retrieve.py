@@ -311,21 +311,39 @@ class Retriever:
         folded; a name in capitals that is also a word, such as SPEED or MIMIC, only when
         written in capitals), and a name-like word (:func:`question_names`) that the lexical
         index finds in at most :data:`MAX_NAMED_PAPERS` papers (same term rule as BM25, so
-        ``llama3-8b`` and ``Llama-3-8B`` agree). Only papers in ``allowed`` (when given) count."""
+        ``llama3-8b`` and ``Llama-3-8B`` agree). Only papers in ``allowed`` (when given) count.
+
+        A title's name written as a plain word ("reveal", "mesh" for ReVeal and MeSH; not
+        name-like, not in capitals) names the paper only when the word is itself rare (at most
+        :data:`MAX_NAMED_PAPERS` papers have it): otherwise it is the field's word, and an author's
+        summary "We reveal why audio reasoning fails" is about something else (issue 21: 18 of
+        1,516 dev queries were pushed down that way). Words of a span are separated by
+        anything but an apostrophe or a punctuation mark between clauses ("LoRA's" is not
+        "LoRA-S"; "DA$^{2}$" is DA2)."""
         from rag.lexical import compound_terms
 
         out: list[str] = []
-        words = _WORD.findall(question)
+        found = list(_WORD.finditer(question))
+        words = [m.group(0) for m in found]
         titles = self.title_names()
         for size in range(min(3, len(words)), 0, -1):
             for i in range(len(words) - size + 1):
                 span = words[i:i + size]
-                ids = titles.get(fold("".join(span)), [])
+                gaps = [question[a.end():b.start()] for a, b in zip(found[i:i + size - 1],
+                                                                  found[i + 1:i + size])]
+                if any(re.search(r"['\u2019,;:!?]|\.\s", g) for g in gaps):
+                    continue  # "LoRA's" is not the name "LoRA-S"; "DA$^{2}$" is DA2
+                name = fold("".join(span))
+                ids = titles.get(name, [])
                 if not 0 < len(ids) <= MAX_NAMED_PAPERS:
                     continue
                 head = self.papers[ids[0]].title.partition(":")[0]
-                if head.isupper() and not ("".join(span).isupper() or name_like("".join(span))):
+                joined = "".join(span)
+                written = joined.isupper() or any(name_like(w) for w in [*span, "-".join(span)])
+                if head.isupper() and not written:
                     continue
+                if not written and not self._rare_term(name):
+                    continue  # "reveal", "mesh": words, although ReVeal and MeSH are names
                 out += ids
         for name in question_names(question):
             joined = compound_terms(unicodedata.normalize("NFKC", name).lower())
@@ -338,6 +356,14 @@ class Retriever:
                 out += [self.lexical.ids[i] for i in docs[np.argsort(-scores[docs])]]
         out = [pid for pid in dict.fromkeys(out) if pid in self.papers]
         return [pid for pid in out if allowed is None or pid in allowed]
+
+    def _rare_term(self, term: str) -> bool:
+        """True when at most :data:`MAX_NAMED_PAPERS` papers have ``term`` (one folded word) as a
+        BM25 term: a coined name rather than a word of the field."""
+        terms = query_terms(term)
+        if len(terms) != 1:
+            return False
+        return int((self.lexical.scores(terms[0]) > 0).sum()) <= MAX_NAMED_PAPERS
 
     def paper_vectors(self):
         """The index's :class:`index.vectors.PaperVectors` (one unit vector per paper, the mean of
