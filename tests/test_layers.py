@@ -18,7 +18,7 @@ BASICS = ("rag.types", "rag.text", "rag.paths", "rag.errors", "rag.cpu")
 QUERY_SIDE = ("rag.retrieve", "rag.answer", "rag.conversation", "rag.refusal", "rag.grounding",
               "rag.compare", "rag.compose", "rag.filters", "rag.facets", "rag.intent",
               "rag.evaluate", "rag.evaluate_answers", "rag.evaluate_checks", "rag.rendering",
-              "rag.export", "rag.mapfigure")
+              "rag.export", "rag.mapfigure", "rag.fusion", "rag.evaluate_tldr")
 #: What the write side must never import.
 NOT_FROM_INDEX = ("rag.retrieve", "rag.answer", "rag.pipeline", "rag.cli", "ui")
 
