@@ -223,6 +223,33 @@ def fixed_model(lexical_weight: float = 0.8):
     return FusionModel(["prf", "bm25"], [1.0, lexical_weight], {"fixed": True})
 
 
+def run(retriever, out: Path, *, papers: Path = PAPERS, eval_files=EVAL_FILES,
+        check: bool = False, cv: bool = False, log=lambda m: None) -> int:
+    """Learn the weights on ``retriever``'s index (its dense searches made exact) and write them
+    to ``out``, or with ``check`` only compare: 0 when ``out`` holds exactly these weights."""
+    if not isinstance(retriever.store, ExactSearch):
+        retriever.store = ExactSearch(retriever.store)
+    questions = training_questions(Path(papers), eval_files)
+    log(f"{len(questions)} training questions; computing channels on index "
+        f"{retriever.name!r} ({len(retriever)} papers)")
+    collected = collect(retriever, questions, log)
+    model = train(collected, meta={"index": retriever.name, "papers": len(retriever)})
+    print(json.dumps({"features": model.features, "weights": model.weights,
+                      "fit": recalls(model, collected),
+                      "fixed (z(prf) + 0.8 z(bm25))": recalls(fixed_model(), collected)},
+                     indent=2))
+    if cv:
+        for name, features in DESIGNS.items():
+            print(f"cv {name:26s} {json.dumps(cross_validate(collected, features))}", flush=True)
+    if check:
+        same = Path(out).is_file() and Path(out).read_text(encoding="utf-8") == model.to_json()
+        log(f"{out}: {'reproduced exactly' if same else 'DIFFERS from this run'}")
+        return 0 if same else 1
+    model.save(out)
+    log(f"wrote {out}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     from rag.fusion import WEIGHTS_FILE
     from rag.pipeline import Pipeline
@@ -242,28 +269,9 @@ def main(argv: list[str] | None = None) -> int:
     def log(m: str) -> None:
         print(m, file=sys.stderr, flush=True)
 
-    settings = Settings(index=args.index)
-    retriever = Pipeline(settings).retriever
-    retriever.store = ExactSearch(retriever.store)
-    questions = training_questions(Path(args.papers), args.eval)
-    log(f"{len(questions)} training questions; computing channels on index {args.index!r} "
-        f"({len(retriever)} papers)")
-    collected = collect(retriever, questions, log)
-    model = train(collected, meta={"index": args.index, "papers": len(retriever)})
-    print(json.dumps({"features": model.features, "weights": model.weights,
-                      "fit": recalls(model, collected),
-                      "fixed (z(prf) + 0.8 z(bm25))": recalls(fixed_model(), collected)},
-                     indent=2))
-    if args.cv:
-        for name, features in DESIGNS.items():
-            print(f"cv {name:26s} {json.dumps(cross_validate(collected, features))}", flush=True)
-    if args.check:
-        same = Path(args.out).is_file() and Path(args.out).read_text() == model.to_json()
-        log(f"{args.out}: {'reproduced exactly' if same else 'DIFFERS from this run'}")
-        return 0 if same else 1
-    model.save(args.out)
-    log(f"wrote {args.out}")
-    return 0
+    retriever = Pipeline(Settings(index=args.index)).retriever
+    return run(retriever, Path(args.out), papers=Path(args.papers), eval_files=args.eval,
+               check=args.check, cv=args.cv, log=log)
 
 
 if __name__ == "__main__":
