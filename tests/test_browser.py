@@ -750,8 +750,10 @@ def overlaps(boxes: list[dict]) -> list[tuple[str, str]]:
 
 @pytest.fixture(scope="module")
 def crowded_server(tmp_path_factory):
-    """The seed list indexed as ``crowded``, its map given 40 region labels around its papers
-    (far more than 19 points leave room for), then served."""
+    """The seed list indexed as ``crowded``, its map redrawn so that all but three papers sit
+    in one small cluster (the answers' [n] marks pile up there, as a similar answer's
+    neighbours do on a real map) and given 40 region labels around its papers (far more than
+    fit) and one for the largest region away from them, then served."""
     import numpy as np
 
     from index.layout import Label, load_layout, save_layout
@@ -763,6 +765,9 @@ def crowded_server(tmp_path_factory):
     index_dir = home / "indexes" / "crowded"
     layout = load_layout(index_dir)
     rng = np.random.default_rng(0)
+    xy = rng.normal(0, 0.25, (len(layout.ids), 2)).astype(np.float32)
+    xy[:3] = [[-10, -10], [10, 10], [10, -10]]  # the map's extent
+    layout.xy = xy
     words = ["diffusion", "graph neural networks", "reinforcement learning", "safety",
              "jailbreak", "LLM", "vehicle routing", "quantization", "benchmark", "agents"]
     labels = []
@@ -770,6 +775,8 @@ def crowded_server(tmp_path_factory):
         x, y = layout.xy[i % len(layout.ids)] + rng.normal(0, 0.5, 2)
         text = " · ".join(words[(i + j) % len(words)] for j in range(1 + i % 3))
         labels.append(Label(text, float(x), float(y), int(rng.integers(5, 400))))
+    # the largest region, away from the cluster's marks: its label must stay on screen
+    labels.insert(0, Label("the largest region", 5.0, 5.0, 1000))
     layout.labels = labels
     save_layout(index_dir, layout)
     server = Server(home, "--index", "crowded").wait()
@@ -781,6 +788,14 @@ def test_region_labels_never_overlap_each_other_nor_the_answers_marks(watched, c
     page = watched.page
     page.goto(crowded_server.url)
     watched.ask(VRP_QUESTION)
+    page.locator("#card-1 button.pc-more-like").click()  # neighbours: marks in the cluster
+    page.wait_for_function(
+        "() => { const m = [...document.querySelectorAll('#pc-chat .message-content')];"
+        " return m.length === 4 && m[3].innerText.includes('The papers closest to'); }",
+        timeout=ANSWER_TIMEOUT)
+    page.wait_for_function("() => !document.querySelector('.pc-status')"
+                           ".textContent.includes('writing')", timeout=ANSWER_TIMEOUT)
+    n_marked = len(card_ids(page))
     open_map(page)
     page.wait_for_function(f"() => {{ const g = document.querySelector('{MAP_GD}');"
                            " return g.data.some(t => t.meta === 'pc-highlight') &&"
@@ -789,11 +804,22 @@ def test_region_labels_never_overlap_each_other_nor_the_answers_marks(watched, c
     boxes = page.evaluate(VISIBLE_LABELS, MAP_GD)
     regions = [b for b in boxes if b["name"].startswith("pc-region:")]
     marks = [b for b in boxes if b["name"] == "pc-highlight"]
-    assert marks and len(regions) >= 8, boxes
+    assert len(marks) == n_marked >= 5 and len(regions) >= 8, boxes  # no mark is hidden
     assert overlaps(boxes) == []
     stats = page.evaluate(f"document.querySelector('{MAP_GD}').__pcLabels")
     assert stats["hidden"] > 0 and stats["shown"] == len(regions)  # crowded: some give way
-    biggest = max(range(40), key=lambda i: (int(page.evaluate(
+    assert stats["marks"] == n_marked and stats["marks_moved"] > 0  # the pile was spread
+    # a moved mark's arrow still ends at its paper's point
+    ends = page.evaluate("""(sel) => { const g = document.querySelector(sel), fl = g._fullLayout;
+        return [...g.querySelectorAll('g.annotation')].filter((n) =>
+            fl.annotations[+n.getAttribute('data-index')].name === 'pc-highlight')
+          .map((n) => { const a = fl.annotations[+n.getAttribute('data-index')];
+            const d = n.querySelector('.annotation-arrow-g path').getAttribute('d');
+            const end = d.split('L').pop().split(',').map(Number);
+            return [end[0] - (fl.xaxis._offset + fl.xaxis.l2p(a.x)),
+                    end[1] - (fl.yaxis._offset + fl.yaxis.l2p(a.y))]; }); }""", MAP_GD)
+    assert ends and all(abs(dx) < 1.5 and abs(dy) < 1.5 for dx, dy in ends), ends
+    biggest = max(range(41), key=lambda i: (int(page.evaluate(
         f"document.querySelector('{MAP_GD}')._fullLayout.annotations[{i}].name")
         .split(":")[1]), -i))
     placed = page.evaluate(f"document.querySelector('{MAP_GD}')"

@@ -535,42 +535,101 @@ tr.pc-area-total td { font-weight: 600; }
 #pc-main:has(#pc-tab-map-button[aria-selected="true"]) > #pc-chat-col {
   flex: 1 1 100% !important; min-width: 100% !important; }
 """
-#: Places the map's region labels so that none overlaps another or an answer's ``[n]`` mark:
-#: ``window.pcPlaceLabels(gd)`` measures each label's box on screen (after every redraw, zoom
-#: and pan), keeps the labels of the largest regions first (their annotations are named
-#: ``pc-region:<papers>`` by :func:`ui.app.name_region_labels`), moves a label that collides
-#: to the nearest free spot among a few offsets (up, down, left, right: at most 1.5 label
-#: heights or 0.35 label widths, so it stays on its region) and hides it when none is free or
-#: it would leave the plot area; smaller regions give way first. Returns (and keeps as
-#: ``gd.__pcLabels``) ``{shown, moved, hidden}``. Each label's ``g.annotation`` gets
-#: ``data-pc-placed`` = ``kept``, ``moved`` or ``hidden``. ``window.pcWatchLabels(gd)`` runs it
-#: once now and after each ``plotly_afterplot`` / ``plotly_relayouting`` (one per frame).
+#: Places the map's annotations so that none overlaps another: ``window.pcPlaceLabels(gd)``
+#: measures their boxes on screen (after every redraw, zoom and pan), then
+#:
+#: 1. the answer's ``[n]`` marks (annotations named ``pc-highlight``, arrows pointing at their
+#:    papers), in ``[n]`` order: a mark whose box would overlap an earlier one moves to the
+#:    first free spot on rings around its paper's point (26, 40, 56 and 72 px; up first) and
+#:    its arrow is redrawn from the box to the point; a mark with no free spot stays where it
+#:    was (a mark is never hidden);
+#: 2. the region labels (annotations named ``pc-region:<papers>`` by
+#:    :func:`ui.app.name_region_labels`), largest region first: a label that would overlap a
+#:    mark or a label already placed moves to the nearest free spot among a few offsets (up,
+#:    down, left, right: at most 1.5 label heights or 0.35 label widths, so it stays on its
+#:    region), and is hidden when none is free or it would leave the plot area; smaller regions
+#:    give way first.
+#:
+#: Returns (and keeps as ``gd.__pcLabels``) ``{shown, moved, hidden, marks, marks_moved}``.
+#: Each region label's ``g.annotation`` gets ``data-pc-placed`` = ``kept``, ``moved`` or
+#: ``hidden``. Only the drawn SVG is changed (plotly redraws it from the figure on the next
+#: redraw, and the placement runs again), never the figure. ``window.pcWatchLabels(gd)`` runs
+#: it once now and after each ``plotly_afterplot`` / ``plotly_relayouting`` (one per frame).
 MAP_LABELS_JS = """
 window.pcPlaceLabels = (gd) => {
   const fl = gd && gd._fullLayout;
-  const out = {shown: 0, moved: 0, hidden: 0};
+  const out = {shown: 0, moved: 0, hidden: 0, marks: 0, marks_moved: 0};
   if (!fl || !fl._size) return out;
   const nodes = {};
   gd.querySelectorAll('g.annotation').forEach((g) => { nodes[g.getAttribute('data-index')] = g; });
-  const box = (g) => (g.querySelector('.annotation-text-g') || g).getBoundingClientRect();
+  const textOf = (g) => g.querySelector('.annotation-text-g') || g;
+  const box = (g) => textOf(g).getBoundingClientRect();
   const root = gd.getBoundingClientRect(), sz = fl._size;
   const area = {left: root.left + sz.l, top: root.top + sz.t, right: root.left + sz.l + sz.w,
                 bottom: root.top + sz.t + sz.h};
-  const placed = [], regions = [];
+  const pad = 2;
+  const hits = (a, b) => a.left < b.right + pad && b.left < a.right + pad &&
+                         a.top < b.bottom + pad && b.top < a.bottom + pad;
+  const inside = (b) => b.left >= area.left && b.right <= area.right && b.top >= area.top &&
+                        b.bottom <= area.bottom;
+  const shift = (b, dx, dy) => ({left: b.left + dx, right: b.right + dx, top: b.top + dy,
+                                 bottom: b.bottom + dy});
+  const placed = [], regions = [], marks = [];
   (fl.annotations || []).forEach((a, i) => {
     const g = nodes[a._index !== undefined ? a._index : i];
     if (!g) return;
     const name = String(a.name || '');
-    if (name.startsWith('pc-region:')) {
-      regions.push({g, i, size: Number(name.slice(10)) || 0});
-    } else {
-      const r = box(g);
-      if (r.width) placed.push(r);
-    }
+    if (name.startsWith('pc-region:')) regions.push({g, i, size: Number(name.slice(10)) || 0});
+    else if (name === 'pc-highlight') marks.push({g, a, i});
+    else { const r = box(g); if (r.width) placed.push(r); }
   });
-  const pad = 2;
-  const hits = (a, b) => a.left < b.right + pad && b.left < a.right + pad &&
-                         a.top < b.bottom + pad && b.top < a.bottom + pad;
+  // 1. the [n] marks: spread the ones that pile up, arrows redrawn to their points
+  const xa = fl.xaxis, ya = fl.yaxis;
+  for (const m of marks) {
+    const t = textOf(m.g), path = m.g.querySelector('.annotation-arrow-g path');
+    // back to plotly's own drawing first (this runs again without a redraw while panning)
+    if (!t.hasAttribute('data-pc-t')) t.setAttribute('data-pc-t', t.getAttribute('transform'));
+    t.setAttribute('transform', t.getAttribute('data-pc-t'));
+    if (path) {
+      if (!path.hasAttribute('data-pc-d')) path.setAttribute('data-pc-d', path.getAttribute('d'));
+      path.setAttribute('d', path.getAttribute('data-pc-d'));
+    }
+    const b0 = box(m.g);
+    if (!b0.width) continue;
+    out.marks += 1;
+    const svg = (m.g.closest('svg') || gd).getBoundingClientRect();
+    const px = svg.left + xa._offset + xa.l2p(m.a.x), py = svg.top + ya._offset + ya.l2p(m.a.y);
+    const w = b0.width, h = b0.height;
+    let best = null;
+    if (!placed.some((p) => hits(p, b0))) best = [0, 0];
+    for (const r of [26, 40, 56, 72]) {
+      for (const deg of [-90, -60, -120, -30, -150, 0, 180, 30, 150, 60, 120, 90]) {
+        if (best) break;
+        const rad = deg * Math.PI / 180;
+        const cx = px + r * Math.cos(rad), cy = py + r * Math.sin(rad);
+        const b = {left: cx - w / 2, right: cx + w / 2, top: cy - h / 2, bottom: cy + h / 2};
+        if (inside(b) && !placed.some((p) => hits(p, b))) {
+          best = [b.left - b0.left, b.top - b0.top];
+        }
+      }
+    }
+    if (!best) best = [0, 0];
+    const [dx, dy] = best, b = shift(b0, dx, dy);
+    placed.push(b);
+    if (dx || dy) {
+      out.marks_moved += 1;
+      t.setAttribute('transform', `translate(${dx.toFixed(1)},${dy.toFixed(1)}) ` +
+                     t.getAttribute('data-pc-t'));
+      if (path) {  // from the box's edge nearest the point to the point
+        const ex = Math.min(Math.max(px, b.left), b.right);
+        const ey = Math.min(Math.max(py, b.top), b.bottom);
+        path.setAttribute('d', `M${(ex - svg.left).toFixed(2)},${(ey - svg.top).toFixed(2)}` +
+                               `L${(px - svg.left).toFixed(2)},${(py - svg.top).toFixed(2)}`);
+        path.style.strokeDasharray = 'none';
+      }
+    }
+  }
+  // 2. the region labels, largest region first
   regions.sort((a, b) => b.size - a.size || a.i - b.i);
   for (const r of regions) {
     r.g.removeAttribute('transform');
@@ -583,10 +642,8 @@ window.pcPlaceLabels = (gd) => {
                    [-0.35 * w, 0.75 * h], [0.35 * w, 0.75 * h]];
     let done = false;
     for (const [dx, dy] of tries) {
-      const b = {left: b0.left + dx, right: b0.right + dx, top: b0.top + dy,
-                 bottom: b0.bottom + dy};
-      if (b.left < area.left || b.right > area.right || b.top < area.top ||
-          b.bottom > area.bottom || placed.some((p) => hits(p, b))) continue;
+      const b = shift(b0, dx, dy);
+      if (!inside(b) || placed.some((p) => hits(p, b))) continue;
       placed.push(b);
       if (dx || dy) {
         r.g.setAttribute('transform', `translate(${dx.toFixed(1)},${dy.toFixed(1)})`);
