@@ -45,6 +45,8 @@ if TYPE_CHECKING:
 #: papers, a sort or an extreme on the 20 most relevant); others fetch ``k``.
 POOL = {"survey": 15, "sort": facets.RATED_POOL, "extreme": facets.RATED_POOL,
         "count": facets.LISTED, "list": facets.RATED_POOL, "cite": 5}
+#: Papers a survey of one aspect searches, to find 8-15 whose abstracts state it.
+ASPECT_POOL = 30
 #: A follow-up after a single best match is also about a paper of the previous answer that its
 #: own search ranks above that match, within this many hits (the user's "they" may mean it).
 FOLLOWUP_RUNNER_UP_RANK = 3
@@ -327,6 +329,8 @@ def _search(plan: Plan, history: Sequence[Turn], used: Filters, retriever: Retri
 
     query = plan.query or plan.said
     k = max(k, POOL.get(plan.op, 0), plan.n or 0)
+    if plan.aspect and plan.op in ("survey", "lookup"):
+        k = max(k, ASPECT_POOL)
     sides = plan.sides if plan.op == "compare" else []
     if len(sides) >= 2:
         side_res = [retriever.search(s, k=k, filters=used or None, evidence=False) for s in sides]
@@ -408,9 +412,9 @@ def run(plan: Plan, sel: Selection, retriever: Retriever, settings: Settings) ->
     if plan.aspect and op in ("survey", "lookup") and (sel.searched or len(hits) > 1):
         from rag.aspects import aspect_survey
 
-        return Outcome(aspect_survey(plan.aspect, plan.query, hits, embedder, MIN_DENSE),
-                       "survey", hits, prose=False,
-                       about=list(range(1, len(hits) + 1)))
+        sentences, papers = aspect_survey(plan.aspect, plan.query, hits, embedder, MIN_DENSE)
+        return Outcome(sentences, "survey", papers, prose=False,
+                       about=list(range(1, len(papers) + 1)))
     if op == "survey" and sel.searched:
         return Outcome(compose.compose("survey", plan.query, hits, embedder,
                                        min_dense=MIN_DENSE), "survey", hits, prose=True)
