@@ -111,8 +111,6 @@ def assemble(text: str, papers: str, op: str, aspect: str, found: TurnSlots,
             last = context.n_previous
             plan.positions = (list(range(max(1, last - n + 1), last + 1))
                               if slots.ascending(text) and last else list(range(1, n + 1)))
-    if op == "compare" and found.sides and papers == "search":
-        papers = plan.papers = "named"  # papers described one by one, each its own search
     if papers == "named":
         plan.names = list(dict.fromkeys([w for w, _, _ in found.names] + found.quoted)) or \
             [query]  # described, not named: "the one about medical segmentation"
