@@ -169,7 +169,9 @@ def select(plan: Plan, history: Sequence[Turn], retriever: Retriever, settings: 
     said = Filters.parse(plan.filters) if plan.filters else Filters()
     said, notes = list_notes(plan, said, retriever)
     used = (filters or Filters()).merged(said) if said else (filters or Filters())
-    prev = history[-1] if history else None
+    from rag.history import last_with_papers
+
+    prev = last_with_papers(history)
     source = plan.papers
     if source in ("previous", "focus", "positions") and (prev is None or not prev.numbered
                                                          and not prev.papers):
@@ -196,9 +198,28 @@ def select(plan: Plan, history: Sequence[Turn], retriever: Retriever, settings: 
     else:
         sel = _search(plan, history, used, retriever, settings, k, notes,
                       first_turn=not history)
+    if plan.op == "compare" and source in ("named", "search") and prev is not None and \
+            prev.papers and _REFERS_BACK.search(plan.said) and sel.hits and not sel.refused:
+        _compare_with_discussed(plan, sel, prev)
     if evidence and sel.hits and not sel.refused:
         retriever.attach_evidence(plan.query or sel.standalone, sel.hits)
     return sel
+
+
+#: A turn that compares something with the paper under discussion ("how does it compare to
+#: Newton-Schulz?", "is this better than DPO").
+_REFERS_BACK = re.compile(r"\b(?:it|its|this|that)\b(?!\s+(?:papers|ones|works)\b)", re.I)
+
+
+def _compare_with_discussed(plan: Plan, sel: Selection, prev: Turn) -> None:
+    """Put the paper under discussion first in a comparison whose other side the turn names
+    or describes; the columns are that paper and the best of the others."""
+    first = prev.discussed[0]
+    others = [h for h in sel.hits if h.id != first.id]
+    sel.hits = [Hit(first, sel.hits[0].score)] + others
+    sel.columns = 2
+    sel.focus = [1, 2]
+    sel.standalone = _about(plan.said, [first, others[0].paper] if others else [first])
 
 
 def _from_previous(plan: Plan, source: str, prev: Turn, used: Filters, retriever: Retriever,
@@ -228,9 +249,15 @@ def _from_previous(plan: Plan, source: str, prev: Turn, used: Filters, retriever
     if used and not kept:
         what = facets.describe(used)
         notes.append(note(f"None of {scope} matches {what}; a new search for them instead:"))
+        from rag.refusal import MIN_DENSE
+
         fresh = replace(plan, papers="search", query=prev.standalone or prev.question)
         sel = _search(fresh, [], used, retriever, settings, max(k, facets.LISTED), notes)
-        sel.scope = f"papers on this topic matching {what}"
+        relevant = [h for h in sel.hits if h.dense >= MIN_DENSE]  # on the topic, not any oral
+        if sel.hits and len(relevant) < len(sel.hits):
+            sel.hits = relevant or sel.hits[:1]
+            sel.total = len(sel.hits)
+        sel.scope = "the most relevant papers on this topic"
         return sel
     hits = _as_hits(kept)
     sel = Selection(hits, standalone=_about(plan.said, kept), filters=used, scope=scope,
@@ -244,10 +271,16 @@ def _from_previous(plan: Plan, source: str, prev: Turn, used: Filters, retriever
     return sel
 
 
+#: Most papers whose titles a standalone question lists ("... (about: A; B)"); more are counted.
+ABOUT_TITLES = 2
+
+
 def _about(said: str, papers: Sequence[Paper]) -> str:
     """The standalone question of a turn about given papers: ``"<turn> (about: <title>; ...)"``."""
     if not papers:
         return said
+    if len(papers) > ABOUT_TITLES:
+        return f"{said.rstrip()} (about: {len(papers)} papers of the previous answer)"
     return f"{said.rstrip()} (about: {'; '.join(p.title for p in papers)})"
 
 

@@ -65,6 +65,18 @@ AREAS = ["learning theory", "causal reasoning", "optimization", "generative mode
     ("papers in optimisation rated 6+", ["primary_area=optimization", "rating>=6"]),
     ("a prover for gaps in learning-theory proof sketches", []),
     ("poster generation from papers", []), ("oral speech recognition", []),
+    ("how many 2018 papers got rejected", ["status=rejected", "year=2018"]),
+    ("Papers by Yoshua Bengio?", ["author=Yoshua Bengio"]),
+    ("any of these by Chelsea Finn?", ["author=Chelsea Finn"]),
+    ("sort the federated learning papers by rating pls", []),
+    ("rank the spotlight papers by reviewer score", ["status=spotlight"]),
+    ("list every spotlight in optimization", ["status=spotlight", "primary_area=optimization"]),
+    ("posters?", ["status=poster"]), ("count withdrawn", ["status=withdrawn"]),
+    ("which ones are above 6", ["rating>6"]), ("models with over 7 billion parameters", []),
+    ("the robotics area, orals only", ["status=oral",
+                                       "primary_area=applications to robotics, autonomy, planning"]),
+    ("list orals in the causal reasonning area", ["status=oral", "primary_area=causal reasoning"]),
+    ("the generative area", ["primary_area=generative models"]),
 ])
 def test_filters_said_in_new_ways(text, filters):
     got = slots.read_filters(text, areas=AREAS).filters
@@ -85,6 +97,18 @@ def test_name_index_finds_names_titles_and_not_plain_words():
     assert ni.find("AND, OR, NOT and XOR") == []              # capitalised words, not names
     found = ni.find("cite Learning to Route Delivery Fleets please")
     assert [ids for _, _, ids in found] == [["c"]]
+
+
+def test_a_rare_plain_title_head_names_its_paper_and_a_common_one_does_not():
+    papers = [Paper("p", "The Polar Express: Optimal Matrix Sign Methods", "Sign methods."),
+              Paper("z", "Zephyrus: An Agentic Framework for Weather Science", "Agents."),
+              Paper("g", "Graph Neural Networks: A Survey", "A survey of graph neural networks.")] + \
+        [Paper(f"x{i}", f"Filler {i}", "Graph neural networks on molecules.") for i in range(6)]
+    ni = NameIndex(papers)
+    assert [ids for _, _, ids in ni.find("what does the Polar Express paper do")] == [["p"]]
+    assert [ids for _, _, ids in ni.find("authors of the Zephyrus weather agent")] == [["z"]]
+    assert ni.find("a zephyrus of wind") == []          # one plain word must be written as a name
+    assert ni.find("papers on graph neural networks") == []   # in 7 papers: a topic
 
 
 # --- the plan --------------------------------------------------------------------------------
@@ -200,3 +224,16 @@ def test_the_labelled_turns_are_well_formed():
     by_part = {m: sum(1 for r in rows if measured(r["id"], r["file"]) == m) for m in (0, 1)}
     assert by_part[0] >= 400 and by_part[1] >= 300, by_part
     assert json.loads(json.dumps(rows[0])) == rows[0]
+
+
+def test_that_one_after_several_papers_is_the_paper_under_discussion(reader, seed_names):
+    """A singular pointer ("cite that one") never selects all of the previous answer's
+    papers; a description ("the protein one") is still a paper named by description."""
+    from rag.understand import read_turn
+
+    areas, names = seed_names
+    ctx = TurnContext("survey", 8, 1)
+    plan = read_turn("cite that one", ctx, reader, areas=areas, names=names)
+    assert (plan.papers, plan.op) == ("focus", "cite")
+    plan = read_turn("bibtex for all of them", ctx, reader, areas=areas, names=names)
+    assert (plan.papers, plan.op) == ("previous", "cite")
