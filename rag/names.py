@@ -117,8 +117,11 @@ class NameIndex:
         said: dict[tuple[str, ...], set[str]] = {}
         for p in papers:
             words = _plain(f"{p.title} {p.abstract}")
+            present = firsts.intersection(words)
+            if not present:
+                continue
             for i, w in enumerate(words):
-                if w not in firsts:
+                if w not in present:
                     continue
                 for size in range(1, HEAD_WORDS + 1):
                     key = tuple(words[i:i + size])

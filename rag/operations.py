@@ -121,7 +121,8 @@ def resolve_refine(plan: Plan, history: Sequence[Turn], areas: Sequence[str] = (
         stem = query.rstrip(" ?.!")
         if earlier and stem.endswith(f" for {earlier}"):
             stem = stem[: -len(f" for {earlier}")]
-        query = f"{stem} for {subject}?"
+        swapped = _swap_subject(stem, subject)
+        query = f"{swapped}?" if swapped else f"{stem} for {subject}?"
     papers = base.papers if base.papers in ("search", "catalog") else "search"
     fields = {re.split(r"[=<>]", f)[0] for f in said}
     filters = list(dict.fromkeys([f for f in base.filters
@@ -130,6 +131,39 @@ def resolve_refine(plan: Plan, history: Sequence[Turn], areas: Sequence[str] = (
                    subject=subject or earlier, filters=filters, positions=[], ids=[],
                    confidence=plan.confidence, said=plan.said, notes=plan.notes,
                    dropped=plan.dropped)
+
+
+_SUBJECT_STOP = frozenset("for on of in the a an to do does with about by from and or is are "
+                          "what which how use used papers paper".split())
+
+
+def _swap_subject(query: str, subject: str) -> str:
+    """``query`` with the phrase that plays the new subject's part replaced by it: the words
+    before a word of the query with the subject's head (its last word, plural or not), as many
+    as the subject has, not crossing a function word ("... evaluating code agents" and "web
+    agents" -> "... evaluating web agents"). ``""`` when no word of the query has that head
+    ("KV cache compression" and "vision transformers": the caller adds "for vision
+    transformers")."""
+    words = query.split()
+    new = subject.split()
+    if not words or not new:
+        return ""
+
+    def head(w: str) -> str:
+        w = re.sub(r"[^\w-]", "", w.lower())
+        return w[:-1] if w.endswith("s") and len(w) > 3 else w
+
+    want = head(new[-1])
+    for j in range(len(words) - 1, -1, -1):
+        if head(words[j]) != want or want in _SUBJECT_STOP:
+            continue
+        i = j
+        while i > 0 and j - i + 1 < len(new) and words[i - 1].lower() not in _SUBJECT_STOP:
+            i -= 1
+        if " ".join(words[i:j + 1]).lower() == subject.lower():
+            return ""  # the same subject: nothing to swap
+        return " ".join(words[:i] + new + words[j + 1:])
+    return ""
 
 
 # --- notes about the list itself ---------------------------------------------------------

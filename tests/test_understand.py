@@ -237,3 +237,16 @@ def test_that_one_after_several_papers_is_the_paper_under_discussion(reader, see
     assert (plan.papers, plan.op) == ("focus", "cite")
     plan = read_turn("bibtex for all of them", ctx, reader, areas=areas, names=names)
     assert (plan.papers, plan.op) == ("previous", "cite")
+
+
+@pytest.mark.parametrize("query,subject,expected", [
+    ("which benchmarks do people use for evaluating code agents", "web agents",
+     "which benchmarks do people use for evaluating web agents"),
+    ("what limitations do papers on RLHF reward models admit", "preference models",
+     "what limitations do papers on RLHF preference models admit"),
+    ("Which papers study KV cache compression", "vision transformers", ""),  # "for ..." instead
+])
+def test_a_new_subject_replaces_the_phrase_with_its_head(query, subject, expected):
+    from rag.operations import _swap_subject
+
+    assert _swap_subject(query, subject) == expected
