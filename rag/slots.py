@@ -261,8 +261,9 @@ AREA_WORD_RATIO = 0.85
 @lru_cache(maxsize=4096)
 def _fuzzy_area(want: str, areas: tuple[str, ...]) -> str | None:
     """The one area whose own words cover every content word of ``want`` (folded), each word
-    matching an area word by a shared 5-letter stem ("graph" for "graphs", "geometry" for
-    "geometries") or a :data:`AREA_WORD_RATIO` spelling ratio ("aligment"): "the graph learning
+    matching an area word in the singular ("graph" for "graphs", "geometry" for
+    "geometries") or by a :data:`AREA_WORD_RATIO` spelling ratio ("aligment"; not "general"
+    for "generative"): "the graph learning
     area", "graphs and geometry", "aligment". Words in three or more areas' names ("learning",
     "methods") are no evidence; any other word must fit, so "spotlight papers in the graph
     learning" fits no area (the caller tries shorter tails). ``None`` when no area or more than
@@ -279,9 +280,12 @@ def _fuzzy_area(want: str, areas: tuple[str, ...]) -> str | None:
     if not asked:
         return None
 
+    def one(w: str) -> str:  # "geometries" -> "geometry", "graphs" -> "graph"
+        return re.sub(r"ies$", "y", w) if len(w) > 4 else w
+
     def close(w: str, x: str) -> bool:
-        return (len(w) >= 5 and len(x) >= 5 and w[:5] == x[:5]) or w == x or \
-            (len(w) >= 6 and SequenceMatcher(None, w, x).ratio() >= AREA_WORD_RATIO)
+        w, x = one(w).rstrip("s"), one(x).rstrip("s")
+        return w == x or (len(w) >= 6 and SequenceMatcher(None, w, x).ratio() >= AREA_WORD_RATIO)
 
     fits = [a for a in areas if all(any(close(w, x) for x in own[a] - common) for w in asked)]
     return fits[0] if len(fits) == 1 else None
@@ -446,6 +450,14 @@ _COUNT = re.compile(rf"\b(?:top|first|best|leading|highest)[-\s]+({_CARD})\b"
                     rf"|\b({_CARD})\s+(?:\w+[-\s]){{0,2}}?(?:papers|ones|works|methods)\b", re.I)
 
 
+#: Two or more bare numbers joined by commas, "and", "&" or "vs": the previous answer's
+#: papers by number ("2, 5 and 6", "1 & 3", "3 vs 7"); not sizes, scores or years (a unit,
+#: a decimal point or a third digit next to them).
+_BARE_LIST = re.compile(r"(?<![\w.$€£#\[(-])\d{1,2}(?:\s*(?:,|and|&|vs\.?|or)\s*\d{1,2}){1,5}"
+                        r"(?![\w.%]|\s*(?:%|x\b|times|points?|pp|percent|[bBmMkK]\b|layers|"
+                        r"tokens|steps|epochs|GB|hours|minutes|seconds|ms|years))", re.I)
+
+
 def _number(word: str) -> int:
     word = word.lower()
     return int(word) if word.isdigit() else _CARDINAL.get(word, _ORDINAL.get(word, 0))
@@ -468,6 +480,12 @@ def positions(text: str, n_previous: int = 0) -> tuple[list[int], list[tuple[int
         found.append((m.start(), _ORDINAL[word.lower()]))
         spans.append(m.span())
     if n_previous:
+        for m in _BARE_LIST.finditer(text):  # "2, 5 and 6", "1 and 3 bibtex pls"
+            numbers = [int(x) for x in re.findall(r"\d{1,2}", m.group(0))]
+            if all(1 <= n <= n_previous for n in numbers) and \
+                    not any(a <= m.start() < b for a, b in spans):
+                found += [(m.start() + i, n) for i, n in enumerate(numbers)]
+                spans.append(m.span())
         for m in _LAST.finditer(text):
             many = _number(m.group(1)) if m.group(1) else 1
             for i, n in enumerate(range(max(1, n_previous - many + 1), n_previous + 1)):

@@ -27,6 +27,9 @@ from tests.conftest import SEED, SHARED_DATA
     ("BibTeX of the second one", 1, [2]),  # kept: the answer says [2] was not shown
     ("the first paper to propose RL for routing", 8, []), ("the first time that", 8, []),
     ("the last layer of the network", 8, []), ("compare the first two", 8, []),
+    ("compare the weather ones, i.e. 2, 5 and 6", 8, [2, 5, 6]), ("2 and 5 bibtex pls", 8, [2, 5]),
+    ("models with 7 and 13 billion parameters", 8, []), ("between 2 and 3x faster", 8, []),
+    ("2 and 9", 8, []),  # not both among the 8 shown: numbers of something else
 ])
 def test_positions(text, n_previous, expected):
     assert slots.positions(text, n_previous)[0] == expected
