@@ -179,6 +179,8 @@ class NameIndex:
                     continue
                 said = "".join(w.group(0) for w in words[i:i + size])
                 key = fold(said)
+                if key not in self.titles and key.endswith("s") and key[:-1] in self.titles:
+                    key = key[:-1]  # "la-proteinas setup", "StepORLM's results"
                 ids = self.titles.get(key)
                 if key in self.capitals and not (said.isupper() or name_like(said)):
                     continue  # "speed" is a word; "SPEED" may be the paper
@@ -199,7 +201,10 @@ class NameIndex:
         for m in words:
             if not free(*m.span()) or not _coined(m.group(0)):
                 continue
-            ids = self.words.get(fold(m.group(0)))
+            key = fold(m.group(0))
+            if key not in self.words and key.endswith("s"):
+                key = key[:-1]  # a possessive or plural of the name: "ThinKV's", "LoRAs"
+            ids = self.words.get(key)
             if ids:
                 out.append((m.group(0), m.span(), sorted(ids)))
         return sorted(out, key=lambda x: x[1])
