@@ -334,6 +334,17 @@ def header_html(index: str, n_papers: int, model: str, auto_mode: str = "") -> s
             f'model <b>{esc(model)}</b>{mode} · runs locally</span></div>')
 
 
+def coverage_html(progress) -> str:
+    """Below the header line, while the index is still being embedded: ``dense 41% · about 9 min
+    left (papers not embedded yet are found by their words)`` (:func:`rag.coverage.coverage_line`
+    of an :class:`index.dense.DenseProgress`); ``""`` for a whole index (``progress`` None)."""
+    from rag.coverage import coverage_line
+
+    line = coverage_line(progress)
+    return (f'<div class="pc-info pc-coverage" role="status">index still being embedded: '
+            f'{esc(line)}</div>' if line else "")
+
+
 # --- filter chips ---------------------------------------------------------------------------------
 def filter_chips_html(filters: Sequence[str]) -> str:
     """The filters an answer's search used (:attr:`Answer.filters_applied`: the dropdowns' and
