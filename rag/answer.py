@@ -344,6 +344,7 @@ def _generate(standalone: str, hits: list[Hit], table, generator: Generator,
         max_tokens = settings.max_answer_tokens
         support_hits = hits[:n_used] if n_used else hits
     threshold = settings.support_threshold
+    titles = [h.paper.title for h in hits]  # a quoted title is no leak ("...: the Answer: ...")
     guard = RepeatGuard(settings.repeat_ngram)
     stream = generator.stream(messages, max_tokens=max_tokens, temperature=settings.temperature)
     judged, shown = 0, 0
@@ -351,7 +352,7 @@ def _generate(standalone: str, hits: list[Hit], table, generator: Generator,
     def checked(sentences: list[str]):
         nonlocal shown
         for sentence in sentences:
-            if leak_reason(sentence):
+            if leak_reason(sentence, titles):
                 continue
             g = ground(sentence, support_hits, embedder, threshold=threshold)
             if g.sentences and all(x.supported for x in g.sentences):
@@ -378,7 +379,7 @@ def _generate(standalone: str, hits: list[Hit], table, generator: Generator,
     grounded = ground(TEMPLATE_TOKENS.sub(" ", text), support_hits, embedder, threshold=threshold)
     out = []
     for s in grounded.sentences:
-        if leak_reason(s.text) or re.search(r":\s*(?:\[\d+\]\s*)*$", s.text):
+        if leak_reason(s.text, titles) or re.search(r":\s*(?:\[\d+\]\s*)*$", s.text):
             continue  # a leak, or a lead-in ("... reports on the following topics: [1]")
         s.kind = "claim"
         out.append(s)

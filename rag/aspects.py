@@ -67,30 +67,33 @@ def _theme_label(papers, others) -> str:
 
 
 def aspect_survey(aspect: str, query: str, hits: Sequence[Hit], embedder: Embedder,
-                  min_dense: float) -> list[AnswerSentence]:
-    """The sentences of an aspect survey over ``hits`` (best first; see the module docstring).
-    Relevance of a sentence to ``query`` (:func:`rag.compose.relevance`) breaks ties between a
-    paper's role sentences; the papers are the relevant ones among the hits (at most
-    :data:`MAX_PAPERS`)."""
+                  min_dense: float) -> tuple[list[AnswerSentence], list[Hit]]:
+    """The sentences of an aspect survey over ``hits`` (best first, a search's larger pool;
+    see the module docstring), and the answer's papers: the relevant hits (at most
+    :data:`MAX_PAPERS`, at least :data:`MIN_PAPERS` when there are that many) in rank order,
+    those whose abstract has a sentence in the aspect's role coming first among them. Relevance
+    of a sentence to ``query`` (:func:`rag.compose.relevance`) breaks ties between a paper's
+    role sentences. The sentences number the returned papers from 1."""
     from rag import compose
     from rag.grounding import embed_cached
     from rag.types import AnswerSentence
 
     cands = compose.candidates(query, hits, embedder)
-    numbers = ([1] + compose.relevant_others(hits, cands, {1}, min_dense))[:MAX_PAPERS]
-    if len(numbers) < MIN_PAPERS:  # fewer relevant papers: the next best still count
-        numbers += [n for n in range(1, len(hits) + 1) if n not in numbers][
-            :MIN_PAPERS - len(numbers)]
+    relevant = [1] + compose.relevant_others(hits, cands, {1}, min_dense)
+    if len(relevant) < MIN_PAPERS:  # fewer relevant papers: the next best still count
+        relevant += [n for n in range(1, len(hits) + 1) if n not in relevant][
+            :MIN_PAPERS - len(relevant)]
     lines: list[tuple[int, compose.Candidate, list[str]]] = []
-    for n in numbers:
+    for n in relevant:
+        if len(lines) >= MAX_PAPERS:
+            break
         sents = sorted(cands.get(n, []), key=lambda c: c.pos)
         m = len(sents)
         best, best_score = None, MIN_ROLE
         for c in sents:
-            score = role_score(aspect, c.text, c.pos / (m - 1) if m > 1 else 0.0) + c.score
-            if role_score(aspect, c.text, c.pos / (m - 1) if m > 1 else 0.0) >= MIN_ROLE \
-                    and score > best_score:
-                best, best_score = c, score
+            role = role_score(aspect, c.text, c.pos / (m - 1) if m > 1 else 0.0)
+            if role >= MIN_ROLE and role + c.score > best_score:
+                best, best_score = c, role + c.score
         if best is not None:
             own = fold(hits[n - 1].paper.title.partition(":")[0]) \
                 if ":" in hits[n - 1].paper.title else ""
@@ -99,15 +102,25 @@ def aspect_survey(aspect: str, query: str, hits: Sequence[Hit], embedder: Embedd
             if aspect in ("datasets", "metrics") and not things:
                 continue
             lines.append((n, best, things))
+    # the answer's papers: those with a line, then the other relevant ones, in rank order
+    with_line = [n for n, _, _ in lines]
+    keep = with_line + [n for n in relevant if n not in with_line][
+        :max(0, MAX_PAPERS - len(with_line))]
+    keep = sorted(keep)
+    new = {old: i for i, old in enumerate(keep, start=1)}
+    papers = [hits[n - 1] for n in keep]
     what = {"approaches": "Approaches", "limitations": "Limitations",
             "datasets": "Datasets and benchmarks", "metrics": "Metrics",
             "results": "Results"}[aspect]
     if not lines:
-        return [compose.note(f"None of the {len(numbers)} most relevant abstracts has a sentence "
-                             f"that states {what.lower()}; the papers found:"),
-                *[compose.item(hits[n - 1], n, (cands[n] or [None])[0]) for n in numbers]]
+        return ([compose.note(f"None of the {len(keep)} most relevant abstracts has a sentence "
+                              f"that states {what.lower()}; the papers found:"),
+                 *[compose.item(papers[new[n] - 1], new[n], (cands[n] or [None])[0])
+                   for n in keep]], papers)
+    lines = [(new[n], type(c)(new[n], c.text, c.pos, c.score), t) for n, c, t in lines]
     cited = [n for n, _, _ in lines]
-    out = [compose.direct(f"{what} in {len(lines)} of the {len(numbers)} most relevant abstracts"
+    looked = len([n for n in relevant if n <= max(with_line)])
+    out = [compose.direct(f"{what} in {len(lines)} of the {looked} most relevant abstracts"
                           f"{', by theme' if len(lines) >= 4 else ''}:", cited)]
     if aspect in ("datasets", "metrics"):
         count: dict[str, list[int]] = {}
@@ -123,12 +136,12 @@ def aspect_survey(aspect: str, query: str, hits: Sequence[Hit], embedder: Embedd
     for t in sorted(set(themes)):
         members = [line for line, th in zip(lines, themes) if th == t]
         if len(set(themes)) > 1:
-            papers = [hits[n - 1].paper for n, _, _ in members]
-            others = [hits[n - 1].paper for (n, _, _), th in zip(lines, themes) if th != t]
-            out.append(compose.heading(f"{_theme_label(papers, others).capitalize()}:"))
+            group = [papers[n - 1].paper for n, _, _ in members]
+            others = [papers[n - 1].paper for (n, _, _), th in zip(lines, themes) if th != t]
+            out.append(compose.heading(f"{_theme_label(group, others).capitalize()}:"))
         for n, c, things in members:
-            s = compose.item(hits[n - 1], n, c)
+            s = compose.item(papers[n - 1], n, c)
             if things:
                 s.text = s.text.replace(f"[{n}]", f"[{n}] ({', '.join(things)})", 1)
             out.append(s)
-    return out
+    return out, papers

@@ -13,7 +13,9 @@ history). Per query type (ARCHITECTURE.md, Contracts):
 * ``supported``: share of the answers' claims (:attr:`rag.types.AnswerSentence.is_claim`:
   headings and plain notes make no claim) that the cited abstracts support;
 * ``leaks``: answers holding prompt scaffolding or chat-template tokens
-  (:func:`rag.guards.count_leaks` on the text and on the set-apart unsupported sentences);
+  (:func:`rag.guards.count_leaks` on the text and on the set-apart unsupported sentences; the
+  hits' titles are left out first, so naming "Distilling the Thought, Watermarking the Answer:
+  ..." is no leak);
 * ``max_repeat_4gram``: the most times a word 4-gram occurs in one answer's sentences
   (:func:`rag.guards.answer_max_repeat`: a quoted abstract sentence counts each of its 4-grams
   once; the comparison table, which names each paper in its header by design, is not prose and
@@ -63,6 +65,15 @@ def run_mode(queries: list[dict], mode: str, retriever: Retriever, generator: Ge
     return out
 
 
+def hit_titles(ans) -> list[str]:
+    """The titles of an answer's hits, as stored and normalised (an answer may name a paper
+    either way): what a leak count leaves out (:func:`rag.guards.leak_reason`)."""
+    from rag.text import normalise
+
+    titles = [h.paper.title for h in ans.hits]
+    return list(dict.fromkeys(titles + [normalise(t) for t in titles]))
+
+
 def record(q: dict, ans, discussed: list[str]) -> dict:
     """The per-query record (``per_query``, ARCHITECTURE.md Contracts) plus what the summary
     needs."""
@@ -76,7 +87,8 @@ def record(q: dict, ans, discussed: list[str]) -> dict:
                        "support": float(s.support)} for s in ans.sentences],
         "unsupported": [s.text for s in ans.unsupported],
         "discussed": discussed,
-        "leaks": count_leaks(ans.text + "\n" + "\n".join(s.text for s in ans.unsupported)),
+        "leaks": count_leaks(ans.text + "\n" + "\n".join(s.text for s in ans.unsupported),
+                             titles=hit_titles(ans)),
         "max_repeat_4gram": answer_max_repeat(ans.sentences, 4),
         "first_text_ms": round(float(ans.timings_ms.get("first_token", 0.0)), 1),
         "total_ms": round(float(ans.timings_ms.get("total", 0.0)), 1),

@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from functools import lru_cache
+from typing import Sequence
 
 from rag import prompts
 
@@ -67,7 +68,26 @@ def _system_lines() -> tuple[frozenset[str], ...]:
     return tuple(lines)
 
 
-def leak_reason(sentence: str) -> str | None:
+def without_titles(text: str, titles: Sequence[str]) -> str:
+    """``text`` with each of ``titles`` blanked out where it occurs (case and spacing ignored),
+    and with the start of a title up to a scaffolding word in it ("Distilling the Thought,
+    Watermarking the Answer:") blanked too, so that a title quoted in part still goes."""
+    if not titles:
+        return text
+    spans = []
+    for title in titles:
+        title = " ".join(title.split())
+        if not title:
+            continue
+        spans.append(title)
+        spans += [title[:m.end()] for m in SCAFFOLDING.finditer(title)]
+    for span in sorted(set(spans), key=len, reverse=True):
+        pattern = r"\s+".join(re.escape(w) for w in span.split())
+        text = re.sub(pattern, " ", text, flags=re.I)
+    return text
+
+
+def leak_reason(sentence: str, titles: Sequence[str] = ()) -> str | None:
     """Why ``sentence`` is a leak of the prompt (or None when it is not).
 
     A leak holds a chat-template token, the prompt's scaffolding (``Title:``, ``Abstract:``,
@@ -75,7 +95,12 @@ def leak_reason(sentence: str) -> str | None:
     system-prompt line (of ``prompts/`` or :data:`OLD_SYSTEM_LINES`): at least 60 % of that
     line's words (4+ words long) occur in the sentence, and they make up at least half of the
     sentence's words.
+
+    ``titles``: titles of the papers the text may name (the answer's hits). They are left out
+    first (:func:`without_titles`): a title is the paper's name, never scaffolding, although
+    "Distilling the Thought, Watermarking the Answer: ..." has the ``Answer:`` of an old prompt.
     """
+    sentence = without_titles(sentence, titles)
     for pattern, reason in ((TEMPLATE_TOKENS, "chat-template token"),
                             (SCAFFOLDING, "prompt scaffolding"),
                             (DIRECTIVE, "instruction to an assistant")):
@@ -91,9 +116,9 @@ def leak_reason(sentence: str) -> str | None:
     return None
 
 
-def count_leaks(text: str) -> int:
-    """Lines of ``text`` that are leaks (:func:`leak_reason`)."""
-    return sum(1 for line in text.splitlines() if line.strip() and leak_reason(line))
+def count_leaks(text: str, titles: Sequence[str] = ()) -> int:
+    """Lines of ``text`` that are leaks (:func:`leak_reason`; ``titles`` as there)."""
+    return sum(1 for line in text.splitlines() if line.strip() and leak_reason(line, titles))
 
 
 def ngrams(text: str, n: int) -> Counter:

@@ -174,6 +174,25 @@ class LexicalIndex:
             self._vocab = set(getattr(self._retriever, "vocab_dict", {}) or {})
         return self._vocab
 
+    def term_rows(self, query: str) -> list[tuple[str, np.ndarray]]:
+        """``(term, rows)`` for each distinct BM25 term of ``query`` that the index has, in query
+        order: ``rows`` (int array, ascending) are the rows of :attr:`ids` whose paper has the
+        term, so ``len(rows)`` is its document frequency. Read from the BM25 matrix (one slice
+        per term, no scoring)."""
+        if not self.ids:
+            return []
+        vocab = self._retriever.vocab_dict
+        matrix = self._retriever.scores
+        indptr, indices = matrix["indptr"], matrix["indices"]
+        out = []
+        for term in dict.fromkeys(query_terms(query)):
+            i = vocab.get(term)
+            if i is None or i + 1 >= len(indptr):
+                continue
+            rows = np.asarray(indices[indptr[i]:indptr[i + 1]], dtype=np.int64)
+            out.append((term, np.sort(rows)))
+        return out
+
     def scores(self, query: str) -> np.ndarray:
         """BM25 score of every paper (row order of :attr:`ids`) for ``query``."""
         out = np.zeros(len(self.ids), dtype=np.float32)

@@ -94,9 +94,15 @@ class NameIndex:
         self.capitals: set[str] = set()
         self.words: dict[str, set[str]] = {}
         self.prefixes: dict[tuple[str, ...], list[str]] = {}
+        #: Folded one-word title heads of any kind ("Cactus: ...", "Prism: ..."): names only where
+        #: a turn uses the word as a paper's name (a side of a comparison).
+        self.heads: dict[str, list[str]] = {}
         n = 0
         for p in papers:
             n += 1
+            head = p.title.partition(":")[0].strip()
+            if ":" in p.title and len(head.split()) == 1 and len(fold(head)) >= 3:
+                self.heads.setdefault(fold(head), []).append(p.id)
             name = title_name(p.title)
             if len(name) >= 3:
                 self.titles.setdefault(name, []).append(p.id)

@@ -31,6 +31,7 @@ from rag import compose, facets
 from rag.compose import direct, heading, item, note
 from rag.filters import Filters
 from rag.plan import Plan
+from rag.names import fold
 from rag.slots import has_topic
 from rag.text import normalise
 from rag.types import AnswerSentence, Hit, Paper
@@ -44,6 +45,8 @@ if TYPE_CHECKING:
 #: papers, a sort or an extreme on the 20 most relevant); others fetch ``k``.
 POOL = {"survey": 15, "sort": facets.RATED_POOL, "extreme": facets.RATED_POOL,
         "count": facets.LISTED, "list": facets.RATED_POOL, "cite": 5}
+#: Papers a survey of one aspect searches, to find 8-15 whose abstracts state it.
+ASPECT_POOL = 30
 #: A follow-up after a single best match is also about a paper of the previous answer that its
 #: own search ranks above that match, within this many hits (the user's "they" may mean it).
 FOLLOWUP_RUNNER_UP_RANK = 3
@@ -185,6 +188,9 @@ def select(plan: Plan, history: Sequence[Turn], retriever: Retriever, settings: 
                         every=chosen)
     elif source in ("previous", "focus", "positions"):
         sel = _from_previous(plan, source, prev, used, retriever, settings, k, notes)
+    elif source == "named" and not plan.ids and not plan.sides and prev is not None and \
+            _described(plan, prev, retriever):
+        sel = _named(plan, used, retriever, settings, k, notes)
     elif source == "named" and (plan.ids or plan.sides):
         sel = _named(plan, used, retriever, settings, k, notes)
     else:
@@ -267,6 +273,34 @@ def _add_runner_up(sel: Selection, plan: Plan, prev: Turn, retriever: Retriever,
     plan.ids = [h.id for h in first]
 
 
+#: A paper of the previous answer is the one a description names ("the protein one") when its
+#: paper vector is the most similar to the description by at least this much cosine more than
+#: the next paper's (else the description is searched like any topic).
+DESCRIBED_MARGIN = 0.03
+
+
+def _described(plan: Plan, prev: Turn, retriever: Retriever) -> bool:
+    """Resolve a description of one of the previous answer's papers ("the one about medical
+    segmentation", "the benchmark one") to that paper: the most similar of their paper vectors
+    to the description's embedding, by :data:`DESCRIBED_MARGIN` over the next. Sets
+    ``plan.ids``; returns whether it did."""
+    import numpy as np
+
+    shown = prev.shown
+    if not shown:
+        return False
+    found, vecs = retriever.paper_vectors().take([p.id for p in shown])
+    if not found:
+        return False
+    q = retriever.embedder.embed([normalise(plan.names[0] if plan.names else plan.query)])[0]
+    sims = vecs @ np.asarray(q, dtype=np.float32)
+    order = np.argsort(-sims)
+    if len(order) > 1 and sims[order[0]] - sims[order[1]] < DESCRIBED_MARGIN:
+        return False
+    plan.ids = [found[int(order[0])]]
+    return True
+
+
 def _named(plan: Plan, used: Filters, retriever: Retriever, settings: Settings, k: int,
            notes: list) -> Selection:
     if plan.sides and plan.op == "compare":
@@ -295,13 +329,23 @@ def _search(plan: Plan, history: Sequence[Turn], used: Filters, retriever: Retri
 
     query = plan.query or plan.said
     k = max(k, POOL.get(plan.op, 0), plan.n or 0)
+    if plan.aspect and plan.op in ("survey", "lookup"):
+        k = max(k, ASPECT_POOL)
     sides = plan.sides if plan.op == "compare" else []
     if len(sides) >= 2:
         side_res = [retriever.search(s, k=k, filters=used or None, evidence=False) for s in sides]
         merged = retriever.search(query, k=k, filters=used or None, evidence=False)
         hits: list[Hit] = []
-        for res in side_res:  # each side's best paper first, then the fused list
-            if res.hits and res.hits[0].id not in {h.id for h in hits}:
+        heads = retriever.name_index().heads
+        for side, res in zip(sides, side_res):  # each side's best paper, then the fused list
+            titled = heads.get(fold(side), []) if len(side.split()) == 1 else []
+            if len(titled) == 1 and titled[0] in retriever.papers:  # "Cactus: ..." for "Cactus"
+                best = next((h for h in res.hits if h.id == titled[0]),
+                            Hit(retriever.papers[titled[0]], res.hits[0].score if res.hits
+                                else 1.0))
+                if best.id not in {h.id for h in hits}:
+                    hits.append(best)
+            elif res.hits and res.hits[0].id not in {h.id for h in hits}:
                 hits.append(res.hits[0])
         columns = len(hits)
         for h in merged.hits + [h for r in side_res for h in r.hits[1:]]:
@@ -368,9 +412,9 @@ def run(plan: Plan, sel: Selection, retriever: Retriever, settings: Settings) ->
     if plan.aspect and op in ("survey", "lookup") and (sel.searched or len(hits) > 1):
         from rag.aspects import aspect_survey
 
-        return Outcome(aspect_survey(plan.aspect, plan.query, hits, embedder, MIN_DENSE),
-                       "survey", hits, prose=False,
-                       about=list(range(1, len(hits) + 1)))
+        sentences, papers = aspect_survey(plan.aspect, plan.query, hits, embedder, MIN_DENSE)
+        return Outcome(sentences, "survey", papers, prose=False,
+                       about=list(range(1, len(papers) + 1)))
     if op == "survey" and sel.searched:
         return Outcome(compose.compose("survey", plan.query, hits, embedder,
                                        min_dense=MIN_DENSE), "survey", hits, prose=True)

@@ -2,8 +2,10 @@
 
 Dense side: the question's embedding against every chunk; a paper's dense score is the cosine
 similarity of its best chunk. Lexical side: BM25 over each paper's title, keywords and abstract.
-Fusion: a convex combination of z-scored channel scores (:func:`zfusion`); plain reciprocal rank
-fusion (:func:`rrf`) is kept for comparison: measured on dev_hard it lost to dense alone. Filters are applied inside both searches
+Fusion: a learned linear model over z-scored channel scores and per-question features
+(:mod:`rag.fusion`, issue 21), or with ``settings.fusion = "fixed"`` a convex combination of
+the z-scores (:func:`zfusion`); plain reciprocal rank fusion (:func:`rrf`) is kept for
+comparison: measured on dev_hard it lost to dense alone. Filters are applied inside both searches
 (Chroma ``where`` and a mask on the BM25 scores), so ``k`` results come back whenever ``k`` papers
 match. Chunks of one paper are merged before ranking, so one paper never takes several places.
 """
@@ -53,6 +55,8 @@ MAX_DENSE_CHUNKS = 12800
 #: most this many papers do (a name many papers use, such as GRPO or LoRA, is a topic: fusion
 #: ranks those).
 MAX_NAMED_PAPERS = 3
+#: With the paper-vector channel in the fusion, its top this many papers join the candidates.
+PAPER_CANDIDATES = 50
 
 from rag.names import WORD as _WORD  # noqa: E402
 
@@ -117,6 +121,28 @@ def zfusion(dense: Ranking, lexical: Ranking, lexical_weight: float = 0.8,
     for pid in set(d) | set(lx):
         fused[pid] = (d.get(pid, floor) - mu_d) / sd_d + lexical_weight * (lx.get(pid, 0.0) - mu_l) / sd_l
     return fused
+
+
+def put_named_first(fused: dict[str, float], named: list[str], bm25_top: list[str],
+                    prf_top: list[str]) -> tuple[dict[str, float], dict]:
+    """``fused`` with the papers the question names (:meth:`Retriever.named`) above every other
+    paper, in fused order among themselves; returns it and the meta it adds (``named``). Not
+    when every channel puts one paper first (the fused top is BM25's top ``bm25_top`` and the
+    feedback dense channel's ``prf_top``) and the question does not name it: a name the question
+    shares with other papers ("PnP", "GRACE") then loses to the paper it describes (issue 21:
+    3 of 1,150 dev questions; then the meta says ``named_overruled``)."""
+    if not named:
+        return fused, {}
+    lead = max(fused, key=fused.get) if fused else None
+    if lead is not None and lead not in named and bm25_top == [lead] and prf_top == [lead]:
+        return fused, {"named_overruled": named}
+    fused = dict(fused)
+    top = max(fused.values(), default=0.0)
+    low = min(fused.values(), default=0.0) - 1.0
+    ranked = sorted(named, key=lambda pid: fused.get(pid, low), reverse=True)
+    for r, pid in enumerate(ranked):
+        fused[pid] = top + 1.0 + 0.01 * (len(ranked) - r)
+    return fused, {"named": ranked}
 
 
 def _open_lexical(directory: Path, catalog: Catalog) -> LexicalIndex:
@@ -286,21 +312,39 @@ class Retriever:
         folded; a name in capitals that is also a word, such as SPEED or MIMIC, only when
         written in capitals), and a name-like word (:func:`question_names`) that the lexical
         index finds in at most :data:`MAX_NAMED_PAPERS` papers (same term rule as BM25, so
-        ``llama3-8b`` and ``Llama-3-8B`` agree). Only papers in ``allowed`` (when given) count."""
+        ``llama3-8b`` and ``Llama-3-8B`` agree). Only papers in ``allowed`` (when given) count.
+
+        A title's name written as a plain word ("reveal", "mesh" for ReVeal and MeSH; not
+        name-like, not in capitals) names the paper only when the word is itself rare (at most
+        :data:`MAX_NAMED_PAPERS` papers have it): otherwise it is the field's word, and an author's
+        summary "We reveal why audio reasoning fails" is about something else (issue 21: 18 of
+        1,516 dev queries were pushed down that way). Words of a span are separated by
+        anything but an apostrophe or a punctuation mark between clauses ("LoRA's" is not
+        "LoRA-S"; "DA$^{2}$" is DA2)."""
         from rag.lexical import compound_terms
 
         out: list[str] = []
-        words = _WORD.findall(question)
+        found = list(_WORD.finditer(question))
+        words = [m.group(0) for m in found]
         titles = self.title_names()
         for size in range(min(3, len(words)), 0, -1):
             for i in range(len(words) - size + 1):
                 span = words[i:i + size]
-                ids = titles.get(fold("".join(span)), [])
+                gaps = [question[a.end():b.start()] for a, b in zip(found[i:i + size - 1],
+                                                                  found[i + 1:i + size])]
+                if any(re.search(r"['\u2019,;:!?]|\.\s", g) for g in gaps):
+                    continue  # "LoRA's" is not the name "LoRA-S"; "DA$^{2}$" is DA2
+                name = fold("".join(span))
+                ids = titles.get(name, [])
                 if not 0 < len(ids) <= MAX_NAMED_PAPERS:
                     continue
                 head = self.papers[ids[0]].title.partition(":")[0]
-                if head.isupper() and not ("".join(span).isupper() or name_like("".join(span))):
+                joined = "".join(span)
+                written = joined.isupper() or any(name_like(w) for w in [*span, "-".join(span)])
+                if head.isupper() and not written:
                     continue
+                if not written and not self._rare_term(name):
+                    continue  # "reveal", "mesh": words, although ReVeal and MeSH are names
                 out += ids
         for name in question_names(question):
             joined = compound_terms(unicodedata.normalize("NFKC", name).lower())
@@ -313,6 +357,14 @@ class Retriever:
                 out += [self.lexical.ids[i] for i in docs[np.argsort(-scores[docs])]]
         out = [pid for pid in dict.fromkeys(out) if pid in self.papers]
         return [pid for pid in out if allowed is None or pid in allowed]
+
+    def _rare_term(self, term: str) -> bool:
+        """True when at most :data:`MAX_NAMED_PAPERS` papers have ``term`` (one folded word) as a
+        BM25 term: a coined name rather than a word of the field."""
+        terms = query_terms(term)
+        if len(terms) != 1:
+            return False
+        return int((self.lexical.scores(terms[0]) > 0).sum()) <= MAX_NAMED_PAPERS
 
     def paper_vectors(self):
         """The index's :class:`index.vectors.PaperVectors` (one unit vector per paper, the mean of
@@ -362,7 +414,12 @@ class Retriever:
         top ``dense_candidates`` / ``lexical_candidates`` papers. A paper missing from the dense
         candidates gets the lowest candidate's similarity (an upper bound of its own). The weight
         (0.8) was chosen on ``shared/eval/dev_hard.jsonl`` from a plateau (0.8-0.9 over candidate
-        pools of 100-200 give the same recall@5), not a single best point.
+        pools of 100-200 give the same recall@5), not a single best point. That fixed fusion
+        seeds the feedback below; the final ranking is the learned fusion (``settings.fusion``
+        "learned", :mod:`rag.fusion`): weights for the same two z-scores plus a bonus for
+        BM25's top paper that grows with BM25's margin over its second paper, learned from dev
+        questions by ``bench/train_fusion.py`` (README, "Retrieve"); "fixed" keeps the convex
+        combination.
 
         With ``feedback`` (and ``settings.feedback_papers`` > 0) the dense side is searched a
         second time with a Rocchio query (Rocchio 1971; for dense retrievers Li et al. 2022,
@@ -376,6 +433,8 @@ class Retriever:
         way, kept for the default int8 backend (m=2 with beta 0.25-0.5 is a plateau). Callers
         turn it off for follow-ups, whose query already carries the previous turn.
 
+        Papers the question names (:meth:`named`) then go first (:func:`put_named_first`).
+
         ``Hit.score`` is the fused score (higher is better; comparable within one question only);
         ``Hit.dense`` the best chunk's cosine similarity to the question itself (not the
         feedback query), ``Hit.lexical`` the BM25 score. ``Retrieval.dense`` is the ranking
@@ -384,27 +443,17 @@ class Retriever:
         t0 = time.perf_counter()
         k = k or self.settings.k
         allowed = self._allowed(filters)
-        qvec = self.embedder.embed([normalise(question)])[0]
-        dense = self.dense(qvec, filters, allowed)
-        full = self.bm25_scores(question, allowed)
-        lexical = self.bm25(question, allowed, scores=full)
-        fused = self._fuse(dense, lexical, full)
-        meta = {}
-        m = self.settings.feedback_papers if feedback else 0
-        if m and fused:
-            top = sorted(fused, key=lambda pid: fused[pid], reverse=True)[:m]
-            q2 = self.feedback_query(qvec, top)
-            if q2 is not None:
-                fused = self._fuse(self.dense(q2, filters, allowed), lexical, full)
-                meta["feedback_papers"] = top
-        named = self.named(question, allowed)
-        if named:  # the papers the question names come first, in fused order among themselves
-            top = max(fused.values(), default=0.0)
-            low = min(fused.values(), default=0.0) - 1.0
-            ranked = sorted(named, key=lambda pid: fused.get(pid, low), reverse=True)
-            for r, pid in enumerate(ranked):
-                fused[pid] = top + 1.0 + 0.01 * (len(ranked) - r)
-            meta["named"] = ranked
+        qvec, dense, prf, lexical, full, meta = self._rankings(question, filters, allowed, feedback)
+        model = self.fusion_model()
+        if model is not None:
+            ch = self.channels(question, qvec, dense, prf, lexical, full, allowed, model.needs)
+            fused = dict(zip(ch.ids, model.scores(ch).tolist()))
+            meta["fusion"] = "learned"
+        else:
+            fused = self._fuse(prf, lexical, full)
+        fused, named_meta = put_named_first(fused, self.named(question, allowed),
+                                            lexical.ids[:1], prf.ids[:1])
+        meta.update(named_meta)
         order = sorted(fused, key=lambda pid: fused[pid], reverse=True)[:k]
         d = dict(zip(dense.ids, dense.scores))
         missing = [pid for pid in order if pid not in d]
@@ -416,6 +465,103 @@ class Retriever:
         if evidence:
             self.attach_evidence(question, hits, qvec)
         return Retrieval(hits, dense, lexical, (time.perf_counter() - t0) * 1000, meta)
+
+    def _rankings(self, question: str, filters: Filters | None, allowed: set[str] | None,
+                  feedback: bool):
+        """The channel rankings of one search: ``(question vector, the question's dense
+        ranking, the feedback dense ranking (the same object without feedback), BM25 ranking,
+        every paper's BM25 score, meta)``. The feedback query moves towards the top papers of
+        the fixed fusion (:func:`zfusion`) of the first two."""
+        qvec = self.embedder.embed([normalise(question)])[0]
+        dense = self.dense(qvec, filters, allowed)
+        full = self.bm25_scores(question, allowed)
+        lexical = self.bm25(question, allowed, scores=full)
+        meta: dict = {}
+        prf = dense
+        m = self.settings.feedback_papers if feedback else 0
+        if m:
+            first = self._fuse(dense, lexical, full)
+            top = sorted(first, key=lambda pid: first[pid], reverse=True)[:m]
+            q2 = self.feedback_query(qvec, top) if top else None
+            if q2 is not None:
+                prf = self.dense(q2, filters, allowed)
+                meta["feedback_papers"] = top
+        return qvec, dense, prf, lexical, full, meta
+
+    def fusion_inputs(self, question: str,
+                      needs: set[str] | frozenset = frozenset({"paper", "terms"}),
+                      feedback: bool = True):
+        """The :class:`rag.fusion.Channels` that :meth:`search` fuses for ``question`` (no
+        filters), with every input by default: what ``bench/train_fusion.py`` learns from."""
+        qvec, dense, prf, lexical, full, _ = self._rankings(question, None, None, feedback)
+        return self.channels(question, qvec, dense, prf, lexical, full, None, needs)
+
+    def fusion_model(self):
+        """The learned :class:`rag.fusion.FusionModel` (``settings.fusion == "learned"``, the
+        shipped ``rag/fusion_weights.json``), or None for the fixed :func:`zfusion`."""
+        if getattr(self.settings, "fusion", "learned") != "learned":
+            return None
+        from rag.fusion import shipped
+
+        return shipped()
+
+    def channels(self, question: str, qvec: np.ndarray, dense: Ranking, prf: Ranking,
+                 lexical: Ranking, full: np.ndarray, allowed: set[str] | None = None,
+                 needs: set[str] | frozenset = frozenset()):
+        """The :class:`rag.fusion.Channels` of one search: candidates are the papers of the
+        feedback dense ranking ``prf``, of BM25 (``lexical``) and of the question's own dense
+        ranking, plus with ``"paper"`` in ``needs`` the top :data:`PAPER_CANDIDATES` papers by
+        paper vector (:meth:`paper_vectors`; cosine to ``qvec`` over every paper ``allowed``
+        admits, its top ``lexical_candidates`` the z-score population); with ``"terms"`` the
+        question's BM25 terms and which candidates have them. ``full``: every paper's BM25
+        score (row order of ``self.lexical.ids``)."""
+        from rag.fusion import Channels
+
+        ids = list(dict.fromkeys([*prf.ids, *lexical.ids, *dense.ids]))
+        paper = paper_pool = None
+        if "paper" in needs:
+            pv = self.paper_vectors()
+            if len(pv):
+                sims = pv.vectors @ np.asarray(qvec, dtype=np.float32)
+                ok = np.array([pid in self.papers and (allowed is None or pid in allowed)
+                               for pid in pv.ids]) if allowed is not None else self._pv_mask(pv)
+                sims = np.where(ok, sims, -np.inf)
+                n = min(self.settings.lexical_candidates, int(ok.sum()))
+                best = np.argpartition(-sims, n - 1)[:n] if n else np.zeros(0, dtype=int)
+                best = best[np.argsort(-sims[best], kind="stable")]
+                paper_pool = sims[best].astype(np.float64)
+                have = set(ids)
+                ids += [pv.ids[i] for i in best[:PAPER_CANDIDATES] if pv.ids[i] not in have]
+                rows = [pv.row(pid) for pid in ids]
+                paper = np.array([float(sims[r]) if r is not None and ok[r] else np.nan
+                                  for r in rows])
+        d = dict(zip(dense.ids, dense.scores))
+        p = dict(zip(prf.ids, prf.scores))
+        row = self.lexical.row
+        term_df = present = None
+        if "terms" in needs:
+            cand_rows = np.array([row.get(pid, -1) for pid in ids], dtype=np.int64)
+            found = self.lexical.term_rows(normalise(question))
+            term_df = np.array([len(r) for _, r in found], dtype=np.float64)
+            present = (np.stack([np.isin(cand_rows, r) for _, r in found]) if found
+                       else np.zeros((0, len(ids)), dtype=bool))
+        return Channels(
+            ids=ids,
+            dense=np.array([d.get(pid, np.nan) for pid in ids], dtype=np.float64),
+            dense_pool=np.asarray(dense.scores, dtype=np.float64),
+            prf=np.array([p.get(pid, np.nan) for pid in ids], dtype=np.float64),
+            prf_pool=np.asarray(prf.scores, dtype=np.float64),
+            bm25=np.array([float(full[row[pid]]) if pid in row else 0.0 for pid in ids]),
+            bm25_pool=np.asarray(lexical.scores, dtype=np.float64),
+            paper=paper, paper_pool=paper_pool, term_df=term_df, term_present=present,
+            n_docs=len(self.lexical.ids))
+
+    def _pv_mask(self, pv) -> np.ndarray:
+        """Rows of ``pv`` whose paper is in this index (computed once per vectors object)."""
+        if getattr(self, "_pv_mask_for", None) is not pv:
+            self._pv_mask_rows = np.array([pid in self.papers for pid in pv.ids], dtype=bool)
+            self._pv_mask_for = pv
+        return self._pv_mask_rows
 
     def _fuse(self, dense: Ranking, lexical: Ranking, full: np.ndarray) -> dict[str, float]:
         """:func:`zfusion` of the two channels, with exact BM25 scores for the dense candidates

@@ -53,7 +53,11 @@ _DATA_NOUN = re.compile(r"^(?:benchmarks?|datasets?|suites?|corpus|corpora|bench
 CUE_WINDOW = 6
 #: A plural acronym (LMs, VLMs) or a model size (LLaMA-3-8B, Qwen2.5-7B): not a dataset.
 _NOT_DATA = re.compile(r"^[A-Z]{2,}s$|\d+(?:\.\d+)?[BMK]$|-(?:based|level|like|aware|style|"
-                       r"scale|free|specific|wise|driven)$|^(?:QA|NLU|NLG|NLP|VQA)$")
+                       r"scale|free|specific|wise|driven|[a-z]+(?:ed|ing|ive|al|ous))$|"
+                       r"^(?:QA|NLU|NLG|NLP|VQA|ICL|SFT)$|"
+                       # model families (a model, not the data it is tested on)
+                       r"^(?:GPT|Llama|LLaMA|Qwen|Mistral|Mixtral|Gemma|Gemini|Claude|DeepSeek|"
+                       r"Phi|OPT|BERT|RoBERTa|ViT|CLIP|SigLIP|LLaVA|InternVL|o1|o3)[-\d.]*\w{0,4}$")
 
 
 def role_score(aspect: str, sentence: str, position: float) -> float:

@@ -63,6 +63,10 @@ class Settings(BaseSettings):
     rrf_k: float = Field(60.0, description="Reciprocal rank fusion constant (Cormack et al. 2009).")
     lexical_weight: float = Field(0.8, description="Weight of the z-scored BM25 score against the "
                                   "z-scored dense score in fusion (see rag.retrieve.zfusion).")
+    fusion: Literal["learned", "fixed"] = Field(
+        "learned", description="How the channels are fused (rag.retrieve.Retriever.search): "
+        "'learned' scores candidates with the weights of rag/fusion_weights.json (rag.fusion, "
+        "trained by bench/train_fusion.py); 'fixed' is z(dense) + lexical_weight * z(bm25).")
     feedback_papers: int = Field(2, ge=0, le=20, description="Pseudo-relevance feedback: the "
                                  "top fused papers whose vectors move the query (0 = off; see "
                                  "rag.retrieve.Retriever.search).")

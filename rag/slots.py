@@ -26,6 +26,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Sequence
 
 from rag.filters import FilterError, Filters
@@ -48,7 +49,7 @@ _TIER_ALONE = re.compile(r"\b(?:(?:among|in|from|of)\s+(?:the\s+)?(orals|spotlig
                          r"accepted\s+as\s+(?:an?\s+)?(orals?|spotlights?|posters?)|"
                          r"(oral|spotlight)\s+presentations?|(?:the\s+)?(orals|spotlights)\b|"
                          # "got an oral", "were given a spotlight", "are posters"
-                         r"(?:got|get|gets|received?|given|awarded|as|was|were|is|are|be|been)\s+"
+                         r"(?:got|get|gets|received?|given|awarded|as|were|are|be|been)\s+"
                          r"(?:an?\s+)?(orals?|spotlights?|posters?)\b(?!\s+(?!only|papers?|ones?"
                          r"|too|and|or)[a-z])|"
                          # "only orals", "just the posters", "posters only"
@@ -62,6 +63,10 @@ _TIER_ALONE = re.compile(r"\b(?:(?:among|in|from|of)\s+(?:the\s+)?(orals|spotlig
                          r"to\s+(?:the\s+)?(orals?|spotlights?|posters?)\b|"
                          # "the lowest-rated poster", "best reviewed orals"
                          r"(?:rated|scored|reviewed|ranked)\s+(orals?|spotlights?|posters?)\b|"
+                         # "posters about X", "orals in RL", "the poster with the best rating"
+                         r"(orals|posters|spotlights)(?=\s+(?:are|were|about|on|in|with|that|which|"
+                         r"from|sorted|by)\b)|"
+                         r"(?<=\bthe\s)(oral|poster|spotlight)(?=\s+(?:with|that|which|among)\b)|"
                          # "oral?" "the spotlight ones"
                          r"(oral|spotlight)\b(?=\s*(?:[?.!,;]|$|ones?\b)))",
                          re.I)
@@ -81,11 +86,18 @@ _OPS = {">=": ">=", "≥": ">=", "at least": ">=", "of at least": ">=", "no less
         "over": ">", "greater than": ">", "more than": ">", "higher than": ">", "<": "<",
         "below": "<", "under": "<", "less than": "<", "lower than": "<", "=": "="}
 # "in 2018", "from ICLR 2018", "ICLR 2018 papers"
-_YEAR = re.compile(r"\b(?:(?:in|from|at|of|during)\s+(?:ICLR\s+)?|ICLR\s+)((?:19|20)\d\d)\b|"
-                   rf"\b((?:19|20)\d\d)(?='?s?\s+(?:{_PAPERS}|orals?|posters?|spotlights?)\b)", re.I)
+_YEAR = re.compile(r"(?<![\w.@/-])((?:19|20)\d\d)(?![\w.@/-]*\d)(?!\s*(?:papers?|tokens?|"
+                   r"samples?|images?|examples?|problems?)\b(?<=\bpapers)\b)", re.I)
 # "papers by Yoshua Bengio", "work from Sergey Levine", "authored by Chelsea Finn"
-_AUTHOR = re.compile(rf"\b(?:{_PAPERS}\s+(?:written\s+|authored\s+)?(?:by|from)|authored\s+by|"
-                     r"written\s+by)\s+((?:[A-Z][\w'.\-]*\.?\s+){0,3}[A-Z][\w'\-]+)", re.U)
+_AUTHOR = re.compile(rf"\b(?:(?:{_PAPERS}|anything|something|stuff)\s+(?:written\s+|authored\s+)?"
+                     r"(?:by|from)|authored\s+by|written\s+by)\s+((?:[A-Z][\w'.\-]*\.?\s+){0,3}"
+                     r"[A-Z][\w'\-]+)", re.U)
+# "papers by yoshua bengio" (in lower case: the two words after "papers by"), "Sergey Levine's
+# papers"
+_AUTHOR_LOWER = re.compile(rf"\b{_PAPERS}\s+(?:written\s+|authored\s+)?by\s+([a-z][\w'\-]+\s+"
+                           r"[a-z][\w'\-]+)\b(?<!\bet al)")
+_AUTHOR_OWNER = re.compile(r"\b((?:[A-Z][\w'.\-]*\.?\s+){0,2}[A-Z][\w'\-]+)['’]s\s+(?:\d{4}\s+)?"
+                           rf"{_PAPERS}\b")
 # "highest-rated papers on X", "top rated", "best-scored", "sorted by rating"
 _SORT = re.compile(r"\b(?:(?:highest|best|top|most\s+highly)[-\s]+(?:rated|scored|reviewed)|"
                    r"highest\s+(?:mean\s+|average\s+)?(?:ratings?|scores?)|"
@@ -102,9 +114,12 @@ _IN_AREA = re.compile(r"\b(?:in|within|from)\s+(?:the\s+)?(?=\w)", re.I)
 _AREA_PAPERS = re.compile(r"(?<=\w)\s+(?:papers?|submissions?|works|orals?|posters?|"
                           r"spotlights?)\b", re.I)
 # ... and ends the phrase there ("in learning theory?", not "in learning-theory proof sketches")
-_AREA_END = re.compile(r"\s*(?:[?.!,;:)]|$|(?:and|or|with|that|which|rated|about|on|papers?|"
+_AREA_END = re.compile(r"\s*(?:[^\w\s]|$|(?:and|or|with|that|which|rated|about|on|papers?|"
                        r"area|track|from|in|by|are|is|were|was|sorted|ordered|having|where|"
                        r"whose|only|pls|please|ranked|published)\b)", re.I)
+# "7+", "(6.5+)": a rating threshold when the turn talks about ratings
+_PLUS = re.compile(r"(?<![\w.])(\d{1,2}(?:\.\d{1,2})?)\s?\+(?!\w)")
+_RATING_WORD = re.compile(r"\b(?:rat\w*|scor\w*|review\w*|average|mean)\b", re.I)
 #: Longest author name read from a question (the longest in ICLR 2018's list is 31 chars).
 MAX_AUTHOR_CHARS = 80
 #: Share of a question's letters outside the Latin script above which it is read as written in
@@ -170,6 +185,30 @@ def foreign_share(question: str) -> float:
     return other / len(letters)
 
 
+_AREA_STOP = frozenset("and or of the to a an in on for other etc i e none above including "
+                       "applications models learning methods".split())
+
+
+@lru_cache(maxsize=8)
+def area_aliases(areas: tuple[str, ...]) -> dict[str, str]:
+    """Short names of ``areas``, derived from the names themselves (folded, :func:`fold`): the
+    first word of a name (after "applications to"), when it has 6+ letters and no other area's
+    name uses it ("interpretability", "robotics", "neuroscience", "optimization"), and the
+    initials of a two- or three-word name before its first comma ("rl" for "reinforcement
+    learning", "lt" for "learning theory")."""
+    words = {a: set(fold(a).replace("-", " ").split()) for a in areas}
+    out: dict[str, str] = {}
+    for a in areas:
+        head = fold(re.split(r"[,(]", a)[0]).replace("-", " ")
+        head = re.sub(r"^applications to ", "", head).split()
+        others = set().union(*(v for b, v in words.items() if b != a)) if len(words) > 1 else set()
+        if head and len(head[0]) >= 6 and head[0] not in others and head[0] not in _AREA_STOP:
+            out.setdefault(head[0], a)
+        if 2 <= len(head) <= 3 and not re.split(r"[,(]", a)[0].lower().startswith("applications"):
+            out.setdefault("".join(x[0] for x in head), a)
+    return out
+
+
 def match_area(text: str, areas: Sequence[str], exact: bool = False) -> str | None:
     """The area of ``areas`` that ``text`` names: equal after :func:`fold` (British "-isation"
     read as "-ization"), or the area's name up to its first comma or bracket ("applications to
@@ -177,7 +216,7 @@ def match_area(text: str, areas: Sequence[str], exact: bool = False) -> str | No
     contains ``text`` as whole words ("computer vision", "physical sciences") when only one area
     does."""
     want = re.sub(r"isation\b", "ization", fold(text))
-    if len(want) < 3:
+    if len(want) < 2 or (len(want) < 3 and not exact):
         return None
     want = re.sub(r"^(?:the|a|an)\s+", "", want)
     want = re.sub(r"\s+(?:area|track|category)$", "", want)
@@ -186,6 +225,9 @@ def match_area(text: str, areas: Sequence[str], exact: bool = False) -> str | No
         if fold(area) == want or head == want or \
                 re.sub(r"^applications to ", "", fold(area)) == want:
             return area
+    alias = area_aliases(tuple(areas)).get(want)
+    if alias and (len(want) > 3 or text.strip().isupper()):  # "RL", not "rl" or "Lt"
+        return alias
     if exact:
         return None
     inside = [a for a in areas if re.search(rf"\b{re.escape(want)}\b", fold(a))]
@@ -226,11 +268,18 @@ def read_filters(question: str, *, areas: Sequence[str] = ()) -> FilterSlots:
             op = ">=" if any(w in tail for w in ("higher", "more", "above", "better", "greater")) \
                 else "<=" if tail else ">="
         take(m, "rating", f"{op}{m.group(2)}")
+    if _RATING_WORD.search(question):
+        for m in _PLUS.finditer(question):
+            if float(m.group(1)) <= 10 and not any(a <= m.start() < b for a, b in spans):
+                take(m, "rating", f">={m.group(1)}")
     for m in _YEAR.finditer(question):
-        take(m, "year", m.group(1) or m.group(2))
-    for m in _AUTHOR.finditer(question):
-        if len(m.group(1)) <= MAX_AUTHOR_CHARS:
-            take(m, "author", m.group(1).strip(), m.start(), m.end())
+        take(m, "year", m.group(1))
+    for pattern in (_AUTHOR, _AUTHOR_LOWER, _AUTHOR_OWNER):
+        for m in pattern.finditer(question):
+            name = m.group(1).strip()
+            if len(name) <= MAX_AUTHOR_CHARS and "author" not in values:
+                take(m, "author", name if pattern is not _AUTHOR_LOWER else name.title(),
+                     m.start(), m.end())
     if areas:
         for m in _AREA.finditer(question):
             text = m.group("after") or m.group("before") or ""

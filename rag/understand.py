@@ -47,8 +47,8 @@ def allowed_papers(context: TurnContext, found: TurnSlots) -> set[str]:
         allowed |= {"previous", "focus"}
         if found.positions or found.count is not None:
             allowed.add("positions")
-    if found.names or found.quoted or found.sides:
-        allowed.add("named")
+    if found.names or found.quoted or found.sides or context.has_previous:
+        allowed.add("named")  # by name, by title, or by description ("the protein one")
     return allowed
 
 
@@ -114,7 +114,8 @@ def assemble(text: str, papers: str, op: str, aspect: str, found: TurnSlots,
     if op == "compare" and found.sides and papers == "search":
         papers = plan.papers = "named"  # papers described one by one, each its own search
     if papers == "named":
-        plan.names = list(dict.fromkeys([w for w, _, _ in found.names] + found.quoted))
+        plan.names = list(dict.fromkeys([w for w, _, _ in found.names] + found.quoted)) or \
+            [query]  # described, not named: "the one about medical segmentation"
         plan.ids = list(dict.fromkeys(i for _, _, ids in found.names for i in ids))
     if op == "compare" and found.sides:
         plan.sides = list(found.sides)

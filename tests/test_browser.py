@@ -71,6 +71,7 @@ class Server:
     """``paperchat serve ...`` in a subprocess; its output goes to ``log``."""
 
     def __init__(self, home: Path, *args: str):
+        self.home = home
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/"
         self.log = home / f"serve-{self.port}.log"
@@ -274,6 +275,25 @@ def test_xss_corpus_shows_payloads_as_text(watched, home, tmp_path):
         })""")
         assert injected == {"xss": "undefined", "imgs": 0, "handlers": 0, "svgs": 0,
                             "scripts": 0, "links": []}
+
+        # the same titles as BibTeX in the chat: a code block shows them as text
+        from index.sources import load_papers
+        from rag.export import bibtex
+
+        listed = {p.id: p for p in load_papers(data).papers}
+        cited = [listed[b.get_attribute("data-paper")]
+                 for b in page.query_selector_all("#pc-sources button.pc-more-like")]
+        page.fill("#pc-question textarea", "BibTeX of all of them")
+        page.press("#pc-question textarea", "Enter")
+        code = page.locator(f"{LAST_BUBBLE} >> .code_wrap pre code")
+        code.wait_for(timeout=ANSWER_TIMEOUT)
+        entries = code.inner_text()
+        assert entries.strip() == bibtex(cited).strip()
+        assert "<script>window.\\_\\_xss='title';alert('xss-title')</script>" in entries
+        assert "<svg onload=alert('xss-svg')>" in entries and "$\\ell_1$" in entries
+        assert code.locator(".katex").count() == 0  # math in code stays code
+        page.wait_for_timeout(500)
+        assert page.evaluate("typeof window.__xss") == "undefined"
         shot = tmp_path / "paperchat-xss.png"
         page.screenshot(path=str(shot), full_page=True)
         print(f"\nscreenshot: {shot}")
@@ -375,12 +395,18 @@ def test_let_the_model_write_it_answers_in_generative_mode(watched, seed_server)
     assert watched.external == [] and watched.dialogs == [] and watched.errors == []
 
 
-# --- filter chips ---------------------------------------------------------------------------------
-CHIPS = "#pc-filter-chips"
+# --- the plan line above an answer ---------------------------------------------------------------
+PLAN = f"{LAST_BUBBLE} >> .pc-plan"
 
 
-def chip_button(page, flt: str):
-    return page.locator(f'{CHIPS} button.pc-chip-x[data-filter="{flt}"]')
+def part_button(page, key: str):
+    """The × of plan part ``key`` in the last answer's bubble (its key is the button's value)."""
+    return page.locator(f'{LAST_BUBBLE} >> button.pc-part-x[value="{key}"]')
+
+
+def plan_texts(page) -> list[str]:
+    return [" ".join(t.split()) for t in
+            page.locator(f"{PLAN} >> .pc-part-text").all_inner_texts()]
 
 
 def wait_for_answer_about_rfthgs(page) -> None:
@@ -392,50 +418,153 @@ def wait_for_answer_about_rfthgs(page) -> None:
         " !s.textContent.includes('writing'); }", arg=RFTHGS_TITLE, timeout=ANSWER_TIMEOUT)
 
 
-def test_a_dropdown_filter_chip_removed_asks_again_with_the_dropdown_reset(watched, seed_server):
+def test_a_dropdown_filter_is_a_part_of_the_plan_and_its_removal_resets_the_dropdown(
+        watched, seed_server):
+    """The plan line sits at the top of the answer's bubble; the Primary area dropdown's filter
+    is one of its parts; its × asks the last question again with the dropdown back to "any",
+    replacing that answer and keeping the turn before it."""
     page = watched.page
     page.goto(seed_server.url)
+    watched.ask("Which paper studies post-training quantization robustness?")
+    first_answer = page.locator("#pc-chat .message-content >> nth=1").inner_text()
     page.click("#pc-area input")
     page.get_by_role("option", name="learning theory (3)").click()
-    assert page.input_value("#pc-area input") == "learning theory (3)"
     watched.ask(VRP_QUESTION)  # RFTHGS is an optimization paper: not among these sources
     assert RFTHGS_TITLE not in page.inner_text("#pc-sources")
-    chip = chip_button(page, "primary_area=learning theory")
-    chip.wait_for(timeout=ANSWER_TIMEOUT)
-    assert " ".join(page.inner_text(f"{CHIPS} .pc-chip").split()) == \
-        "primary_area=learning theory ×"
-    assert chip.get_attribute("aria-label") == ("Remove filter primary_area=learning theory "
-                                                "and ask again")
-    assert chip.evaluate("b => b.tagName") == "BUTTON"
+    button = part_button(page, "filter:primary_area=learning theory")
+    button.wait_for(timeout=ANSWER_TIMEOUT)
+    assert "area: learning theory" in plan_texts(page)
+    assert page.locator(LAST_BUBBLE).evaluate(  # the line is the bubble's first block
+        "b => b.querySelector('.md').firstElementChild.classList.contains('pc-plan')")
+    assert button.evaluate("b => b.tagName") == "BUTTON"
+    assert button.locator(".pc-x").inner_text() == "×"  # and its accessible name says what
+    assert page.get_by_role("button", name="Remove “area: learning theory” and ask again") \
+        .count() == 1
+    assert button.get_attribute("title") == "Ask again without “area: learning theory”"
+    assert page.locator("#pc-chat .pc-part-x").count() == \
+        page.locator(f"{LAST_BUBBLE} >> .pc-part-x").count()  # older answers: no ×
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / "paperchat-filter-chip.png"), full_page=True)
+    page.screenshot(path=str(ARTIFACTS / "paperchat-plan-line.png"), full_page=True)
 
-    chip.click()
+    button.click()
     wait_for_answer_about_rfthgs(page)
     assert page.input_value("#pc-area input") == "Any primary area"
-    assert page.locator("#pc-chat .message-content").count() == 2  # replaced, not appended
-    assert "primary_area" not in page.inner_text(CHIPS)
+    assert page.locator("#pc-chat .message-content").count() == 4  # replaced, not appended
+    assert page.locator("#pc-chat .message-content >> nth=1").inner_text() == first_answer
+    page.locator(PLAN).wait_for()
+    assert not any(t.startswith("area:") for t in plan_texts(page))
     assert watched.external == [] and watched.dialogs == [] and watched.errors == []
 
 
-def test_a_filter_read_from_the_question_shows_as_a_chip_and_its_removal_asks_without_it(
+def test_a_filter_read_from_the_question_is_a_part_whose_removal_asks_without_it(
         watched, seed_server):
-    """'oral papers on ...' is read as status=oral (rag.intent); every seed paper is a poster,
-    so nothing matches until the chip is removed (here with the keyboard)."""
+    """'oral papers on ...' is read as status=oral; every seed paper is a poster, so nothing
+    matches until the part is removed (here with the keyboard)."""
     page = watched.page
     page.goto(seed_server.url)
     page.fill("#pc-question textarea", "oral papers on crossover operators for vehicle routing")
     page.press("#pc-question textarea", "Enter")
-    chip = chip_button(page, "status=oral")
-    chip.wait_for(timeout=ANSWER_TIMEOUT)
+    button = part_button(page, "filter:status=oral")
+    button.wait_for(timeout=ANSWER_TIMEOUT)
+    assert "orals only" in plan_texts(page)
     assert page.input_value("#pc-status input") == "Any status"  # not a dropdown's filter
     assert "No paper matched these filters" in page.inner_text("#pc-sources")
-    chip.focus()
+    button.focus()
     page.keyboard.press("Enter")
     wait_for_answer_about_rfthgs(page)
     assert page.locator("#pc-chat .message-content").count() == 2  # replaced, not appended
-    assert chip_button(page, "status=oral").count() == 0
-    assert not page.locator(f"{CHIPS} .pc-filters").count()  # no filter left: no chip row
+    assert part_button(page, "filter:status=oral").count() == 0
+    assert "orals only" not in plan_texts(page)
+    assert watched.external == [] and watched.dialogs == [] and watched.errors == []
+
+
+# --- "More like this" and BibTeX in the chat -------------------------------------------------
+def seed_neighbours(home: Path, paper_id: str, k: int) -> list[str]:
+    """The ``k`` papers nearest to ``paper_id`` by the cosine of the index's paper vectors
+    (what Retriever.similar ranks by), read from the served index's ``paper_vectors.npz``."""
+    import numpy as np
+
+    with np.load(home / "indexes" / "default" / "paper_vectors.npz") as z:
+        ids, vectors = list(z["ids"]), z["vectors"].astype(np.float64)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    cos = vectors @ vectors[ids.index(paper_id)]
+    order = [ids[i] for i in np.argsort(-cos, kind="stable") if ids[i] != paper_id]
+    return order[:k]
+
+
+def card_ids(page) -> list[str]:
+    return [b.get_attribute("data-paper")
+            for b in page.query_selector_all("#pc-sources article.pc-card button.pc-more-like")]
+
+
+def test_more_like_this_asks_for_the_papers_neighbours_and_the_map_marks_them(watched,
+                                                                             seed_server):
+    page = watched.page
+    page.goto(seed_server.url)
+    watched.ask(VRP_QUESTION)
+    assert len(card_ids(page)) == page.locator("#pc-sources article.pc-card").count() >= 3
+    target = card_ids(page)[0]
+    title = " ".join(page.inner_text("#card-1 .pc-title").split())
+    button = page.locator("#card-1 button.pc-more-like")
+    assert button.inner_text() == "More like this"
+    button.click()
+    asked = f"Papers similar to “{title}”"
+    page.wait_for_function(
+        "(q) => { const m = [...document.querySelectorAll('#pc-chat .message-content')];"
+        " return m.length === 4 && m[2].innerText.trim() === q &&"
+        " m[3].innerText.includes('The papers closest to'); }", arg=asked,
+        timeout=ANSWER_TIMEOUT)
+    page.wait_for_function("() => !document.querySelector('.pc-status')"
+                           ".textContent.includes('writing')", timeout=ANSWER_TIMEOUT)
+    shown = card_ids(page)
+    assert target not in shown
+    assert shown == seed_neighbours(seed_server.home, target, len(shown))
+    assert "papers similar to it" in plan_texts(page)
+    assert plan_texts(page)[0] == title  # which papers: the card's, not a reading of words
+
+    # the map marks the neighbours, numbered as the cards
+    open_map(page)
+    page.wait_for_function(f"() => {{ const g = document.querySelector('{MAP_GD}');"
+                           " return g && g.data.some(t => t.meta === 'pc-highlight'); }",
+                           timeout=60_000)
+    marked = [t for t in map_traces(page) if t[0] == "pc-highlight"][0]
+    assert list(marked[1]) == shown and marked[2] == [f"[{n}]" for n in
+                                                      range(1, len(shown) + 1)]
+    assert watched.external == [] and watched.dialogs == [] and watched.errors == []
+
+
+def test_a_cite_answer_shows_bibtex_with_a_copy_button_that_copies_the_entries(watched,
+                                                                              seed_server):
+    import bibtexparser
+
+    from index.sources import load_papers
+    from rag.export import bibtex
+
+    watched.context.grant_permissions(["clipboard-read", "clipboard-write"])
+    page = watched.page
+    page.goto(seed_server.url)
+    watched.ask(VRP_QUESTION)
+    ids = card_ids(page)[:2]
+    page.fill("#pc-question textarea", "Give me the BibTeX of [1] and [2]")
+    page.press("#pc-question textarea", "Enter")
+    code = page.locator(f"{LAST_BUBBLE} >> .code_wrap pre code")
+    code.wait_for(timeout=ANSWER_TIMEOUT)
+    assert "as BibTeX" in plan_texts(page)
+    seed = {p.id: p for p in load_papers(ROOT / "data" / "seed_papers.jsonl").papers}
+    want = bibtex([seed[i] for i in ids]).strip()
+    assert code.inner_text().strip() == want  # shown as it is: not escaped, not folded
+
+    page.locator(f"{LAST_BUBBLE} >> .copy_code_button").click()
+    page.wait_for_function("() => navigator.clipboard.readText().then(t => t.length > 0)",
+                           timeout=10_000)
+    copied = page.evaluate("navigator.clipboard.readText()")
+    assert copied == want
+    lib = bibtexparser.parse_string(copied)
+    assert len(lib.entries) == 2 and not lib.failed_blocks and not lib.comments
+    assert [e["url"] for e in lib.entries] == [f"https://openreview.net/forum?id={i}"
+                                               for i in ids]
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "paperchat-bibtex.png"), full_page=True)
     assert watched.external == [] and watched.dialogs == [] and watched.errors == []
 
 
@@ -566,4 +695,151 @@ def test_map_colours_by_decision_and_follows_the_status_filter(watched, seed_ser
     dimmed = page.evaluate(f"document.querySelector('{MAP_GD}')._fullData"
                            ".filter(t => t.meta === 'pc-dimmed').map(t => t.x.length)")
     assert dimmed == [len(seed_titles())]  # no seed paper is an oral: all dimmed, none hidden
+    assert watched.external == [] and watched.dialogs == [] and watched.errors == []
+
+
+def test_the_map_tab_takes_the_windows_width_and_the_sources_tab_gives_it_back(watched,
+                                                                              seed_server):
+    page = watched.page
+    page.goto(seed_server.url)
+    page.wait_for_selector("#pc-sources-col #pc-sources")
+    width = lambda sel: page.evaluate(  # noqa: E731
+        "(s) => document.querySelector(s).getBoundingClientRect().width", sel)
+    window = page.evaluate("innerWidth")
+    assert width("#pc-sources-col") < 0.5 * window  # beside the chat
+    open_map(page)
+    assert width("#pc-sources-col") >= window - 40
+    page.wait_for_selector(HIST_GD, timeout=60_000)
+    assert width(MAP_GD) >= window - 40 and width(HIST_GD) >= window - 40
+    tops = page.evaluate("""() => ['#pc-sources-col', '#pc-chat-col'].map(
+        (s) => document.querySelector(s).getBoundingClientRect())""")
+    assert tops[1]["top"] >= tops[0]["bottom"] - 1  # the chat goes under the map
+    page.get_by_role("tab", name="Sources").click()
+    page.wait_for_function("() => document.querySelector('#pc-sources-col')"
+                           ".getBoundingClientRect().width < innerWidth / 2", timeout=10_000)
+
+    # an answer redraws the map while it is hidden; opened again, it fills its width
+    watched.ask(VRP_QUESTION)
+    page.get_by_role("tab", name="Map").click()
+    page.wait_for_function(f"() => {{ const g = document.querySelector('{MAP_GD}');"
+                           " return g && g.data.some(t => t.meta === 'pc-highlight'); }",
+                           timeout=60_000)
+    page.wait_for_function(f"() => {{ const g = document.querySelector('{MAP_GD}');"
+                           " return Math.abs(g._fullLayout.width - g.getBoundingClientRect()"
+                           ".width) < 3 && g._fullLayout.width > innerWidth - 40; }",
+                           timeout=10_000)
+    assert watched.external == [] and watched.dialogs == [] and watched.errors == []
+
+
+#: The boxes of the map's visible annotations (region labels and [n] marks), on screen.
+VISIBLE_LABELS = """(sel) => { const g = document.querySelector(sel);
+  const names = (g._fullLayout.annotations || []).map((a) => String(a.name || ''));
+  return [...g.querySelectorAll('g.annotation')].filter((n) => n.style.display !== 'none')
+    .map((n) => { const r = (n.querySelector('.annotation-text-g') || n).getBoundingClientRect();
+                  return {name: names[Number(n.getAttribute('data-index'))], left: r.left,
+                          right: r.right, top: r.top, bottom: r.bottom,
+                          placed: n.getAttribute('data-pc-placed')}; })
+    .filter((b) => b.right > b.left); }"""
+
+
+def overlaps(boxes: list[dict]) -> list[tuple[str, str]]:
+    return [(a["name"], b["name"]) for i, a in enumerate(boxes) for b in boxes[i + 1:]
+            if a["left"] < b["right"] and b["left"] < a["right"] and a["top"] < b["bottom"]
+            and b["top"] < a["bottom"]]
+
+
+@pytest.fixture(scope="module")
+def crowded_server(tmp_path_factory):
+    """The seed list indexed as ``crowded``, its map redrawn so that all but three papers sit
+    in one small cluster (the answers' [n] marks pile up there, as a similar answer's
+    neighbours do on a real map) and given 40 region labels around its papers (far more than
+    fit) and one for the largest region away from them, then served."""
+    import numpy as np
+
+    from index.layout import Label, load_layout, save_layout
+
+    home = tmp_path_factory.mktemp("crowded")
+    subprocess.run(paperchat_cmd() + ["index", str(ROOT / "data" / "seed_papers.jsonl"),
+                                      "--name", "crowded", "--quiet"], cwd=ROOT,
+                   env=run_env(home), check=True, timeout=START_TIMEOUT, capture_output=True)
+    index_dir = home / "indexes" / "crowded"
+    layout = load_layout(index_dir)
+    rng = np.random.default_rng(0)
+    xy = rng.normal(0, 0.25, (len(layout.ids), 2)).astype(np.float32)
+    xy[:3] = [[-10, -10], [10, 10], [10, -10]]  # the map's extent
+    layout.xy = xy
+    words = ["diffusion", "graph neural networks", "reinforcement learning", "safety",
+             "jailbreak", "LLM", "vehicle routing", "quantization", "benchmark", "agents"]
+    labels = []
+    for i in range(40):
+        x, y = layout.xy[i % len(layout.ids)] + rng.normal(0, 0.5, 2)
+        text = " · ".join(words[(i + j) % len(words)] for j in range(1 + i % 3))
+        labels.append(Label(text, float(x), float(y), int(rng.integers(5, 400))))
+    # the largest region, away from the cluster's marks: its label must stay on screen
+    labels.insert(0, Label("the largest region", 5.0, 5.0, 1000))
+    layout.labels = labels
+    save_layout(index_dir, layout)
+    server = Server(home, "--index", "crowded").wait()
+    yield server
+    server.stop()
+
+
+def test_region_labels_never_overlap_each_other_nor_the_answers_marks(watched, crowded_server):
+    page = watched.page
+    page.goto(crowded_server.url)
+    watched.ask(VRP_QUESTION)
+    page.locator("#card-1 button.pc-more-like").click()  # neighbours: marks in the cluster
+    page.wait_for_function(
+        "() => { const m = [...document.querySelectorAll('#pc-chat .message-content')];"
+        " return m.length === 4 && m[3].innerText.includes('The papers closest to'); }",
+        timeout=ANSWER_TIMEOUT)
+    page.wait_for_function("() => !document.querySelector('.pc-status')"
+                           ".textContent.includes('writing')", timeout=ANSWER_TIMEOUT)
+    n_marked = len(card_ids(page))
+    open_map(page)
+    page.wait_for_function(f"() => {{ const g = document.querySelector('{MAP_GD}');"
+                           " return g.data.some(t => t.meta === 'pc-highlight') &&"
+                           " g.__pcLabels; }", timeout=60_000)
+    page.wait_for_timeout(300)
+    boxes = page.evaluate(VISIBLE_LABELS, MAP_GD)
+    regions = [b for b in boxes if b["name"].startswith("pc-region:")]
+    marks = [b for b in boxes if b["name"] == "pc-highlight"]
+    assert len(marks) == n_marked >= 5 and len(regions) >= 8, boxes  # no mark is hidden
+    assert overlaps(boxes) == []
+    stats = page.evaluate(f"document.querySelector('{MAP_GD}').__pcLabels")
+    assert stats["hidden"] > 0 and stats["shown"] == len(regions)  # crowded: some give way
+    assert stats["marks"] == n_marked and stats["marks_moved"] > 0  # the pile was spread
+    # a moved mark's arrow still ends at its paper's point
+    ends = page.evaluate("""(sel) => { const g = document.querySelector(sel), fl = g._fullLayout;
+        return [...g.querySelectorAll('g.annotation')].filter((n) =>
+            fl.annotations[+n.getAttribute('data-index')].name === 'pc-highlight')
+          .map((n) => { const a = fl.annotations[+n.getAttribute('data-index')];
+            const d = n.querySelector('.annotation-arrow-g path').getAttribute('d');
+            const end = d.split('L').pop().split(',').map(Number);
+            return [end[0] - (fl.xaxis._offset + fl.xaxis.l2p(a.x)),
+                    end[1] - (fl.yaxis._offset + fl.yaxis.l2p(a.y))]; }); }""", MAP_GD)
+    assert ends and all(abs(dx) < 1.5 and abs(dy) < 1.5 for dx, dy in ends), ends
+    biggest = max(range(41), key=lambda i: (int(page.evaluate(
+        f"document.querySelector('{MAP_GD}')._fullLayout.annotations[{i}].name")
+        .split(":")[1]), -i))
+    placed = page.evaluate(f"document.querySelector('{MAP_GD}')"
+                           f".querySelector('g.annotation[data-index=\"{biggest}\"]')"
+                           ".getAttribute('data-pc-placed')")
+    assert placed in ("kept", "moved")  # the largest region's label is never the one dropped
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "paperchat-map-labels.png"), full_page=True)
+
+    # zoomed in (fewer labels on screen, more room) and in a narrower window: placed again
+    page.evaluate("""(sel) => { const g = document.querySelector(sel);
+        const xa = g._fullLayout.xaxis.range, ya = g._fullLayout.yaxis.range;
+        const cx = (xa[0] + xa[1]) / 2, cy = (ya[0] + ya[1]) / 2;
+        const dx = (xa[1] - xa[0]) / 3, dy = (ya[1] - ya[0]) / 3;
+        return Plotly.relayout(g, {'xaxis.range': [cx - dx, cx + dx],
+                                   'yaxis.range': [cy - dy, cy + dy]}); }""", MAP_GD)
+    page.wait_for_timeout(400)
+    assert overlaps(page.evaluate(VISIBLE_LABELS, MAP_GD)) == []
+    page.set_viewport_size({"width": 800, "height": 900})
+    page.wait_for_timeout(800)
+    narrow = page.evaluate(VISIBLE_LABELS, MAP_GD)
+    assert narrow and overlaps(narrow) == []
     assert watched.external == [] and watched.dialogs == [] and watched.errors == []

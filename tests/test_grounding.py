@@ -156,13 +156,14 @@ def test_injected_abstract_end_to_end(tmp_path, settings, fake_embedder, scripte
     corpus.write_text("\n".join(lines) + "\n")
     build_index(corpus, settings=settings, embedder=fake_embedder, progress=False, log=lambda m: None)
     retriever = Retriever.open(settings, fake_embedder)
-    scripted.enqueue("HACKED [9]. They present a byte-level fallback tokenizer [1].")
+    # [99]: no answer has that many papers (a survey answers from up to 15)
+    scripted.enqueue("HACKED [99]. They present a byte-level fallback tokenizer [1].")
     ans = answer("robust tokenizers for noisy user text with a byte-level fallback",
                  retriever=retriever, generator=scripted, settings=settings)
     assert ans.hits[0].id == INJECTED.id
     prompt = scripted.history[0][1]["content"]
     assert "HACKED" not in prompt and '"""' not in prompt
-    assert "[9]" not in ans.text and "HACKED" not in ans.text
+    assert "[99]" not in ans.text and "HACKED" not in ans.text
     assert all(1 <= c.n <= len(ans.hits) for c in ans.citations)
     hacked = next(s for s in ans.unsupported if "HACKED" in s.text)  # set apart, not shown
     assert not hacked.supported and hacked.citations == []

@@ -20,7 +20,7 @@ QUERY_SIDE = ("rag.retrieve", "rag.answer", "rag.history", "rag.refusal", "rag.g
               "rag.names", "rag.turn_reader", "rag.understand", "rag.operations", "rag.aspects",
               "rag.roles", "rag.coverage",
               "rag.evaluate", "rag.evaluate_answers", "rag.evaluate_checks", "rag.rendering",
-              "rag.export", "rag.mapfigure")
+              "rag.export", "rag.mapfigure", "rag.fusion", "rag.evaluate_tldr")
 #: What the write side must never import.
 NOT_FROM_INDEX = ("rag.retrieve", "rag.answer", "rag.pipeline", "rag.cli", "ui")
 

@@ -24,6 +24,9 @@ from ui import render  # noqa: E402
 
 CVRP = "aITKXFeivk"        # Refining Hybrid Genetic Search for CVRP via RL-Finetuned LLM
 QUANT = "ZXr3Xx7Z1O"       # Training Dynamics Impact Post-Training Quantization Robustness
+#: A lookup in words (a bare noun phrase such as "crossover operators for CVRP" is read as a
+#: survey of the papers on it, rag.understand): the tests that expect "The closest match is ..."
+LOOKUP = "Which paper refines hybrid genetic search for CVRP with crossover operators?"
 XSS_TITLE = 'Robust <script>alert("x")</script> <img src=x onerror=alert(1)> Sparsifiers'
 
 
@@ -242,45 +245,34 @@ def test_filters_for_rejects_an_unknown_status():
         ui_app.filters_for("best", "any")
 
 
-def test_filter_chips_are_escaped_buttons_with_labels():
-    assert render.filter_chips_html([]) == ""
-    out = render.filter_chips_html(["status=oral", 'author=<img src=x onerror="a()">'])
-    assert out.startswith('<div class="pc-filters" role="group" '
-                          'aria-label="Filters used for this answer">')
-    assert ('<span class="pc-chip"><span class="pc-chip-text">status=oral</span>'
-            '<button type="button" class="pc-chip-x" data-filter="status=oral" '
-            'aria-label="Remove filter status=oral and ask again" '
-            'title="Ask again without status=oral"><span aria-hidden="true">×</span>'
-            '</button></span>') in out
-    assert out.count("<button") == 2 and "<img" not in out and 'onerror="' not in out
-    assert 'data-filter="author=&lt;img src=x onerror=&quot;a()&quot;&gt;"' in out
-    assert ('<span class="pc-chip-text">author=&lt;img src=x onerror=&quot;a()&quot;&gt;'
-            '</span>') in out
-
-
-@pytest.mark.parametrize("chip, applied, status, area, drops, expected", [
+@pytest.mark.parametrize("key, keys, status, area, drops, expected", [
     # a dropdown's filter: that dropdown goes back to "any"
-    ("status=oral", ["status=oral"], "oral", "any", [], ("any", "any", ["status=oral"])),
-    ("primary_area=learning theory", ["status=poster", "primary_area=learning theory"],
-     "poster", "learning theory", [], ("poster", "any", ["primary_area=learning theory"])),
-    # read from the question's words: the dropdowns stay, the filter is dropped
-    ("status=oral", ["status=oral", "primary_area=optimization"], "any", "optimization",
-     ["rating>=6"], ("any", "optimization", ["rating>=6", "status=oral"])),
-    ("rating>=6", ["rating>=6"], None, None, None, ("any", "any", ["rating>=6"])),
+    ("filter:status=oral", ["filter:status=oral"], "oral", "any", [],
+     ("any", "any", ["filter:status=oral"])),
+    ("filter:primary_area=learning theory",
+     ["filter:status=poster", "filter:primary_area=learning theory"], "poster",
+     "learning theory", [], ("poster", "any", ["filter:primary_area=learning theory"])),
+    # read from the question's words: the dropdowns stay, the part is dropped
+    ("filter:status=oral", ["filter:status=oral", "filter:primary_area=optimization"], "any",
+     "optimization", ["order"], ("any", "optimization", ["order", "filter:status=oral"])),
+    ("order", ["papers", "order"], None, None, None, ("any", "any", ["order"])),
+    ("papers", ["papers", "filter:status=oral"], "oral", "any", [],
+     ("oral", "any", ["papers"])),
     # the same filter from both: the dropdown resets and the words' copy is dropped too
-    ("status=Oral", ["status=Oral"], "oral", "any", ["status=Oral"],
-     ("any", "any", ["status=Oral"])),
+    ("filter:status=Oral", ["filter:status=Oral"], "oral", "any", ["filter:status=Oral"],
+     ("any", "any", ["filter:status=Oral"])),
 ])
-def test_without_filter(chip, applied, status, area, drops, expected):
-    assert ui_app.without_filter(chip, applied, status, area, drops) == expected
+def test_without_part(key, keys, status, area, drops, expected):
+    assert ui_app.without_part(key, keys, status, area, drops) == expected
 
 
-@pytest.mark.parametrize("chip", ["status=spotlight", "", None, ["status=oral"]])
-def test_without_filter_rejects_a_filter_the_answer_did_not_use(chip):
+@pytest.mark.parametrize("key", ["filter:status=spotlight", "", None, ["filter:status=oral"],
+                                 "status=oral"])
+def test_without_part_rejects_a_part_the_answer_did_not_have(key):
     from rag.filters import FilterError
 
-    with pytest.raises(FilterError, match="not a filter of the last answer"):
-        ui_app.without_filter(chip, ["status=oral"], "oral", "any", [])
+    with pytest.raises(FilterError, match="not a part of the last answer's plan"):
+        ui_app.without_part(key, ["papers", "filter:status=oral"], "oral", "any", [])
 
 
 def test_serve_warns_when_exposed_without_auth(monkeypatch, capsys, settings):
@@ -358,7 +350,7 @@ def test_chat_answers_with_sources(served):
 def test_ask_endpoint_returns_the_cli_json(served):
     url, generator, _ = served
     generator.enqueue("It refines hybrid genetic search [1].")
-    out = client(url).predict("crossover operators for CVRP hybrid genetic search",
+    out = client(url).predict(LOOKUP,
                               "accepted", "optimization", api_name="/ask")
     assert out["hits"][0]["id"] == CVRP and out["citations"][0]["id"] == CVRP
     assert out["mode"] == "generative" and out["model"] == "scripted"  # auto: size unknown
@@ -371,7 +363,7 @@ def test_ask_endpoint_returns_the_cli_json(served):
 def test_ask_endpoint_takes_an_answer_mode(served):
     url, generator, _ = served
     c = client(url)
-    out = c.predict("crossover operators for CVRP hybrid genetic search", "any", "any",
+    out = c.predict(LOOKUP, "any", "any",
                     "extractive", api_name="/ask")
     assert out["mode"] == "extractive" and out["model"] == "" and generator.history == []
     kinds = [s["kind"] for s in out["sentences"]]
@@ -439,7 +431,7 @@ def test_chat_mode_and_let_the_model_write_it(served):
     url, generator, _ = served
     c = client(url)
     c.predict("any", "any", api_name="/model_writes")  # nothing yet: a warning, no crash
-    chat, *_ = c.predict("crossover operators for CVRP hybrid genetic search", "any", "any",
+    chat, *_ = c.predict(LOOKUP, "any", "any",
                          "extractive", api_name="/chat")
     assert generator.history == [] and "<blockquote class=\"pc-quote\">" in text(chat[1])
     assert "extractive · sentences quoted from the abstracts" in text(chat[1])
@@ -484,18 +476,24 @@ def test_ask_drops_a_filter_read_from_the_question(served):
         c.predict(ORAL_CVRP, "any", "any", "extractive", ["x" * 201], api_name="/ask")
 
 
-def test_chat_shows_the_filters_used_as_chips(served):
+def test_chat_shows_the_plan_line_with_the_filters_as_removable_parts(served):
+    """The last output of /chat (where the filter chips were) is the plan line: the dropdowns'
+    filters and those read from the words are parts of it, each removable by its key."""
     url, _, _ = served
     c = client(url)
-    *_, chips = c.predict("crossover operators for CVRP hybrid genetic search", "accepted",
-                          "optimization", "extractive", api_name="/chat")
-    assert 'data-filter="status=accepted"' in chips
-    assert 'data-filter="primary_area=optimization"' in chips
-    *_, chips = c.predict(ORAL_CVRP, "any", "any", "extractive", api_name="/chat")
-    assert 'data-filter="status=oral"' in chips and "primary_area" not in chips
-    *_, chips = c.predict("crossover operators for CVRP hybrid genetic search", "any", "any",
-                          "extractive", api_name="/chat")
-    assert chips == ""
+    chat, *_, line = c.predict("crossover operators for CVRP hybrid genetic search",
+                               "accepted", "optimization", "extractive", api_name="/chat")
+    assert 'value="filter:status=accepted"' in line and "accepted papers only" in line
+    assert 'value="filter:primary_area=optimization"' in line and "area: optimization" in line
+    assert text(chat[-1]).startswith('<div class="pc-plan"') and line in text(chat[-1])
+    chat, *_, line = c.predict(ORAL_CVRP, "any", "any", "extractive", api_name="/chat")
+    assert 'value="filter:status=oral"' in line and "primary_area" not in line
+    # the older answer keeps its line, without buttons
+    assert "accepted papers only" in text(chat[1]) and "pc-part-x" not in text(chat[1])
+    chat, *_, line = c.predict("crossover operators for CVRP hybrid genetic search", "any",
+                               "any", "extractive", api_name="/chat")
+    assert "filter:" not in line and text(chat[-1]).count('class="pc-part-x"') == \
+        line.count('class="pc-part-x"')
 
 
 # --- the real models ------------------------------------------------------------------------

@@ -11,18 +11,29 @@ that follow-ups are resolved against, the session's answers (for export), and th
 user removed from the last question. Generation is serialised (one event at a time in the
 ``generate`` concurrency group) because the in-process model is.
 
-After an answer, the filters its search used (:attr:`Answer.filters_applied`: the dropdowns'
-and those read from the question's words, such as "oral papers on ..." -> ``status=oral``)
-show as chips above the sources; a chip's × asks the question again without that filter,
-replacing the answer as Regenerate does (:func:`without_filter`).
+Above each answer, in its bubble, the turn's plan in one line (:func:`ui.render.plan_line_html`:
+"8 papers from the previous answer · orals only · sorted by rating"; "Reading this as: ..." when
+the reading is unsure), each part a chip. The filters are parts of it: those read from the
+question's words ("oral papers on ..." -> ``status=oral``) and the Status and Primary area
+dropdowns'. A part's × asks the last question again without that part
+(:func:`rag.answer.answer_stream`'s ``drop``), replacing its answer as Regenerate does and
+keeping the conversation before it; a part a dropdown set sends that dropdown back to "any"
+(:func:`without_part`).
 
-Beside the Sources, a Map tab (:mod:`rag.mapfigure`): every paper of the index as a point of
-its layout (:func:`index.layout.ensure_layout`, computed the first time in the tab's own event
-and concurrency group, so the chat never waits for it), coloured by primary area or decision,
-the papers outside the Status and Primary area filters dimmed, and the last answer's papers
-marked ``[n]``; the rating histogram and the per-area table below. A click on a point asks
-"Tell me about “<title>”". The figures are drawn by ``gr.Plot``, whose plotly.js is part of
-Gradio's own front end (served by this app, nothing from a CDN).
+Every paper card has a "More like this" button: it asks the similar operation for that paper as
+a new turn, with an explicit plan (:meth:`ChatApp.similar_turn`), not a reading of words; the
+Map tab then marks the neighbours, as it marks any answer's papers. A cite answer's BibTeX shows
+in the chat as a code block with a copy button (:func:`ui.render.bibtex_block`).
+
+Beside the Sources, a Map tab (:mod:`rag.mapfigure`), as wide as the window while it is open
+(:data:`ui.render.MAP_CSS`): every paper of the index as a point of its layout
+(:func:`index.layout.ensure_layout`, computed the first time in the tab's own event and
+concurrency group, so the chat never waits for it), coloured by primary area or decision, the
+papers outside the Status and Primary area filters dimmed, and the last answer's papers marked
+``[n]``; region labels placed in the browser so that none overlaps another or a mark
+(:data:`ui.render.MAP_LABELS_JS`); the rating histogram and the per-area table below. A click
+on a point asks "Tell me about “<title>”". The figures are drawn by ``gr.Plot``, whose plotly.js
+is part of Gradio's own front end (served by this app, nothing from a CDN).
 
 Every question goes through :meth:`rag.pipeline.Pipeline.current_retriever`, so an index
 re-built by ``paperchat index`` while the app runs answers from the next question on. The
@@ -30,7 +41,8 @@ header's paper count and the Primary area choices stay as they were at start (th
 once; a restart redraws them).
 
 Endpoints for ``gradio_client``: ``/chat`` (the UI's own, stateful per client session: question,
-status, primary area, answer mode -> the chat messages, the sources HTML, the BibTeX ...),
+status, primary area, answer mode -> the chat messages, the sources HTML, the BibTeX ..., and
+last the plan line's HTML, each removable part's key in its button's ``value``),
 ``/regenerate`` and ``/model_writes`` (the last question again, in the chosen mode or in
 ``generative`` mode), and ``/ask`` (stateless: question, status, primary area, answer mode,
 optional ``drop_filters`` -> the ``paperchat ask --json`` object plus ``markdown``).
@@ -78,12 +90,30 @@ LOOPBACK_NAMES = {"localhost", "localhost.localdomain", "ip6-localhost"}
 ANSWER_MODES = ("auto",) + MODES
 
 
-#: Listens on the filter chips' container (its buttons are redrawn with each answer) and sends
-#: the clicked chip's filter string as the ``click`` event's data (``evt.filter``).
-CHIP_CLICK_JS = """
+#: Listens (once per page, in the capture phase) for clicks on the ×s of the plan line in the
+#: last answer's bubble and sends the part's key (the button's ``value``: the chat's sanitiser
+#: keeps no ``data-*`` attribute) as the ``click`` event data (``evt.part``) of the hidden
+#: ``#pc-plan-events`` component. The buttons are redrawn with each answer; the listener stays.
+PLAN_CLICK_JS = """
+window.__pcPlanTrigger = (key) => trigger('click', {part: key});
+if (!window.__pcPlanListening) {
+  window.__pcPlanListening = true;
+  document.addEventListener('click', (e) => {
+    const button = e.target.closest && e.target.closest('#pc-chat button.pc-part-x');
+    if (!button || !button.value) return;
+    e.preventDefault();
+    e.stopPropagation();
+    window.__pcPlanTrigger(button.value);
+  }, true);
+}
+"""
+
+#: Listens on the Sources panel (its cards are redrawn with each answer) and sends the paper id
+#: of a clicked "More like this" button as the ``click`` event data (``evt.paper``).
+MORE_LIKE_JS = """
 element.addEventListener('click', (e) => {
-  const button = e.target.closest('button.pc-chip-x[data-filter]');
-  if (button) trigger('click', {filter: button.dataset.filter});
+  const button = e.target.closest('button.pc-more-like[data-paper]');
+  if (button) trigger('click', {paper: button.dataset.paper});
 });
 """
 
@@ -92,7 +122,7 @@ element.addEventListener('click', (e) => {
 #: one handler; a click on a point sends its paper id (``customdata``) as the map status line's
 #: ``click`` event data (``evt.paper``), and the app asks about that paper. Also: a click on an
 #: answer's ``[n]`` while the Map tab is open brings the Sources tab (and its card) back.
-MAP_CLICK_JS = """
+MAP_CLICK_JS = render.MAP_LABELS_JS + """
 window.__pcMapTrigger = (id) => trigger('click', {paper: id});
 const attach = () => {
   window.__pcMapQueued = false;
@@ -104,6 +134,7 @@ const attach = () => {
       const id = pt && pt.customdata;
       if (typeof id === 'string' && id) window.__pcMapTrigger(id);
     });
+    window.pcWatchLabels(gd);
   });
 };
 if (!window.__pcMapObserver) {
@@ -118,6 +149,13 @@ if (!window.__pcMapObserver) {
            .find((b) => b.textContent.trim() === 'Sources');
     if (tab && tab.getAttribute('aria-selected') !== 'true') tab.click();
   }, true);
+  // the Map tab opened: its figures were last drawn at another width (or hidden), resize them
+  document.addEventListener('click', (e) => {
+    if (!e.target.closest || !e.target.closest('#pc-tab-map-button')) return;
+    const resize = () => document.querySelectorAll('#pc-tab-map .js-plotly-plot')
+      .forEach((gd) => { if (window.Plotly && gd.offsetWidth) Plotly.Plots.resize(gd); });
+    requestAnimationFrame(() => requestAnimationFrame(resize));
+  });
 }
 attach();
 """
@@ -131,6 +169,8 @@ MAP_HEIGHT = 600
 COLOR_CHOICES = [("colour by primary area", "primary_area"), ("colour by decision", "decision")]
 #: The question a click on a map point asks (the title in curly quotes).
 ASK_ABOUT = "Tell me about \u201c{title}\u201d"
+#: The question a card's "More like this" shows (it runs with an explicit plan, not this text).
+SIMILAR_TO = "Papers similar to \u201c{title}\u201d"
 
 
 class UIConfigError(PaperchatError):
@@ -159,29 +199,31 @@ def filters_for(status: str | None, area: str | None):
     return Filters.parse(items)
 
 
-def without_filter(chip: str, applied, status: str | None, area: str | None,
-                   drops=()) -> tuple[str, str, list[str]]:
-    """The controls after the user removes filter ``chip`` from an answer whose search used
-    ``applied`` (:attr:`Answer.filters_applied`): ``(status, area, drop_filters)``. A filter
-    the Status or Primary area dropdown set sends that dropdown back to ``"any"``; every removed
-    filter also joins ``drop_filters`` (what :func:`rag.answer.answer_stream` takes), so the
-    same filter read from the question's words ("oral papers on ...") is not applied either
-    (the dropdowns' filters are never dropped by that list: resetting the dropdown does it).
+def without_part(key: str, keys, status: str | None, area: str | None,
+                 drops=()) -> tuple[str, str, list[str]]:
+    """The controls after the user removes part ``key`` from the plan line of an answer whose
+    line shows the parts ``keys`` (:func:`ui.render.plan_parts`' keys): ``(status, area,
+    drop)``. A filter the Status or Primary area dropdown set (``filter:status=oral`` while the
+    dropdown says oral) sends that dropdown back to ``"any"``; every removed part also joins
+    ``drop`` (the part keys :func:`rag.answer.answer_stream` removes from the turn's plan), so
+    the same filter read from the question's words is not applied either (a dropdown's filter
+    is not in the plan: resetting the dropdown removes it).
 
     Raises:
-        FilterError: ``chip`` is not one of ``applied`` (a stale or forged click).
+        FilterError: ``key`` is not one of ``parts`` (a stale or forged click).
     """
     from rag.filters import FilterError
 
-    if not isinstance(chip, str) or chip not in list(applied or ()):
-        raise FilterError(f"{str(chip)[:80]!r} is not a filter of the last answer")
+    if not isinstance(key, str) or key not in list(keys or ()):
+        raise FilterError(f"{str(key)[:80]!r} is not a part of the last answer's plan")
     status, area = status or ANY, area or ANY
-    key = chip.partition("=")[0].strip().lower()
-    if key == "status" and chip.lower() == f"status={status}".lower():
+    flt = key[len("filter:"):] if key.startswith("filter:") else ""
+    field = flt.partition("=")[0].strip().lower()
+    if field == "status" and flt.lower() == f"status={status}".lower():
         status = ANY
-    if key == "primary_area" and chip.lower() == f"primary_area={area}".lower():
+    if field == "primary_area" and flt.lower() == f"primary_area={area}".lower():
         area = ANY
-    drops = [d for d in (drops or []) if d != chip] + [chip]
+    drops = [d for d in (drops or []) if d != key] + [key]
     return status, area, drops
 
 
@@ -263,18 +305,37 @@ def mode_choices(auto_mode: str) -> list[tuple[str, str]]:
     return [(f"auto ({auto_mode})", "auto")] + [(m, m) for m in ANSWER_MODES[1:]]
 
 
-def chat_messages(answers, threshold: float) -> list[dict]:
-    """Chatbot messages (Gradio's ``{"role", "content"}`` format) for finished answers. Only the
-    last answer's ``[n]`` chips link to the cards (the Sources panel shows its papers); older
-    answers keep theirs as chips naming the paper on hover (:func:`ui.render.unlink_markers`)."""
+def chat_messages(answers, threshold: float, *, live: bool = True) -> list[dict]:
+    """Chatbot messages (Gradio's ``{"role", "content"}`` format) for finished answers, each
+    with its plan line on top (:func:`ui.render.assistant_markdown`). Only the last answer's
+    ``[n]`` chips link to the cards (the Sources panel shows its papers) and only its plan parts
+    can be removed; older answers keep their ``[n]`` as chips naming the paper on hover.
+    ``live=False``: the last answer is no longer the last either (a new one is being written
+    below it)."""
     out = []
     for i, ans in enumerate(answers):
-        body = render.answer_markdown(ans, threshold)
-        if i < len(answers) - 1:
-            body = render.unlink_markers(body)
+        body = render.assistant_markdown(ans, threshold, last=live and i == len(answers) - 1)
         out.append({"role": "user", "content": render.user_markdown(ans.question)})
         out.append({"role": "assistant", "content": body})
     return out
+
+
+def name_region_labels(fig, labels) -> int:
+    """Name the map's region-label annotations ``pc-region:<papers in the region>`` (from
+    ``labels``, :attr:`index.layout.Layout.labels`, which :func:`rag.mapfigure.map_figure` draws
+    first and in order, as plain text annotations), so that the browser's label placement
+    (:data:`ui.render.MAP_LABELS_JS`) keeps the largest regions' labels first. Annotations that
+    do not match a label's text are left alone. Returns how many were named."""
+    from rag.mapfigure import esc as map_esc
+
+    named = 0
+    anns = list(fig.layout.annotations or ())
+    for ann, lab in zip(anns, labels or ()):
+        if ann.text != map_esc(lab.text) or ann.showarrow:
+            break
+        ann.name = f"pc-region:{max(0, int(lab.size))}"
+        named += 1
+    return named
 
 
 #: Most filter strings a request may name in ``drop_filters`` (and chars per string).
@@ -435,6 +496,7 @@ class ChatApp:
                                              state="ready", method=layout.method),
             "map": mapfigure.map_figure(layout, papers, color_by=color_by or "primary_area",
                                         highlight=marked, filters=filters, height=MAP_HEIGHT)}
+        name_region_labels(out["map"], layout.labels)
         if hist:
             out["hist"] = mapfigure.rating_histogram(papers, highlight=marked)
         if table:
@@ -457,18 +519,46 @@ class ChatApp:
         room = self.settings.max_question_chars - len(ASK_ABOUT.format(title=""))
         return ASK_ABOUT.format(title=title if len(title) <= room else title[:room - 1] + "…")
 
+    def similar_turn(self, paper_id) -> tuple[str, dict]:
+        """The turn a card's "More like this" asks for paper ``paper_id``: the question shown,
+        ``Papers similar to “<title>”``, and its plan as JSON (:meth:`rag.plan.Plan.to_json`):
+        the similar operation on that paper, given explicitly (``papers="named"``, its id and
+        title), so no reading of the words can pick another paper.
+
+        Raises:
+            gr.Error: not a paper of the index open now (a stale card or a forged click).
+        """
+        from rag.plan import Plan
+
+        paper = None
+        if isinstance(paper_id, str) and len(paper_id) <= MAX_FILTER_CHARS:
+            paper = self.pipeline.current_retriever().papers.get(paper_id)
+        if paper is None:
+            raise _gr_error(PaperchatError("that paper is not in the index any more; ask "
+                                           "again to get fresh cards"), "Cannot ask that")
+        title = " ".join(paper.title.split())
+        room = self.settings.max_question_chars - len(SIMILAR_TO.format(title=""))
+        title = title if len(title) <= room else title[:room - 1] + "…"
+        question = SIMILAR_TO.format(title=title)
+        plan = Plan(papers="named", op="similar", ids=[paper.id], names=[title], said=question)
+        return question, plan.to_json()
+
     # -- answering -----------------------------------------------------------------------------
     def stream(self, question, status, area, turns, answers, session=None, mode=None,
-               drop_filters=()) -> Iterator[dict[str, object]]:
+               drop_filters=(), drop=(), plan=None) -> Iterator[dict[str, object]]:
         """Answer one question, yielding partial UI states as plain dicts:
-        ``chat`` (messages), ``sources`` (HTML), ``filters`` (the filters the search used, as
-        :attr:`Answer.filters_applied`: empty at the start, the answer's at the end), and at the
-        end ``turns``, ``answers`` and ``exports`` (paths). ``mode``: an answer mode
-        (:data:`ANSWER_MODES`; default None: ``settings.answer_mode``); ``drop_filters``:
-        filters read from the question's words not to apply (chips the user removed). Raises
-        ``gr.Error`` for bad input, before any retrieval."""
+        ``chat`` (messages), ``sources`` (HTML), ``plan_line`` (the answer's plan line,
+        :func:`ui.render.plan_line_html`: empty at the start, the answer's at the end), and at
+        the end ``turns``, ``answers``, ``final`` (the :class:`Answer`) and ``exports`` (paths).
+        ``mode``: an answer mode (:data:`ANSWER_MODES`; default None: ``settings.answer_mode``);
+        ``drop``: keys of plan parts the user removed (:meth:`rag.plan.Plan.parts`);
+        ``drop_filters``: filters read from the question's words not to apply (the ``/ask``
+        endpoint's argument, the same as ``filter:`` keys in ``drop``); ``plan``: the turn's
+        plan as JSON when the app made it (a card's "More like this"), else None (the question
+        is read). Raises ``gr.Error`` for bad input, before any retrieval."""
         from rag.answer import (DoneEvent, HitsEvent, TokenEvent, answer_stream, check_mode,
                                 check_question)
+        from rag.plan import Plan
 
         try:
             question = check_question(question, self.settings.max_question_chars)
@@ -476,20 +566,23 @@ class ChatApp:
             if mode is not None:
                 check_mode(mode)
             drop_filters = _filter_list(drop_filters)
-        except PaperchatError as exc:
+            drop = _filter_list(drop)
+            given = Plan.from_json(plan) if plan else None
+        except (PaperchatError, ValueError, TypeError) as exc:
             raise _gr_error(exc, "Cannot ask that") from None
         turns, answers = list(turns or []), list(answers or [])
-        past = chat_messages(answers, self.settings.support_threshold)
+        past = chat_messages(answers, self.settings.support_threshold, live=False)
         user = {"role": "user", "content": render.user_markdown(question)}
         yield {"chat": past + [user, {"role": "assistant", "content": "_Searching the papers…_"}],
-               "filters": []}
+               "plan_line": ""}
 
         # checked per question (one stat of the manifest): a re-indexed index is used from the
         # next question on; this one keeps the retriever it started with
         retriever = self.pipeline.current_retriever()
         events = answer_stream(question, retriever=retriever, generator=self.generator,
                                settings=self.settings, filters=filters, history=turns,
-                               mode=mode or None, drop_filters=drop_filters)
+                               mode=mode or None, drop_filters=drop_filters, drop=drop,
+                               plan=given)
         hits, standalone, text, final, last = [], question, "", None, 0.0
         try:
             for ev in events:
@@ -523,7 +616,8 @@ class ChatApp:
                "sources": render.sources_html(final.hits, answer=final, refused=final.refused,
                                               question=question,
                                               standalone=final.standalone_question),
-               "filters": list(final.filters_applied) or filters.as_strings(),
+               "plan_line": render.plan_line_html(
+                   final.plan, list(final.filters_applied) or filters.as_strings()),
                "turns": turns, "answers": answers, "final": final,
                "exports": self.write_exports(answers, session)}
 
@@ -560,7 +654,8 @@ def build_app(pipeline) -> gr.Blocks:
         turns = gr.State([])
         answers = gr.State([])
         last_question = gr.State("")
-        drops = gr.State([])  # filters the user removed from the last question (drop_filters)
+        drops = gr.State([])  # keys of the plan parts the user removed from the last question
+        last_plan = gr.State(None)  # the last question's plan when the app made it (JSON)
 
         from rag.answer import resolve_mode
         from rag.coverage import HEADER_EVERY_S, progress_of
@@ -572,14 +667,17 @@ def build_app(pipeline) -> gr.Blocks:
 
         gr.HTML(header, every=HEADER_EVERY_S if progress_of(retriever) else None,
                 elem_id="pc-header")
-        with gr.Row(equal_height=False):
-            with gr.Column(scale=3, min_width=420):
+        with gr.Row(equal_height=False, elem_id="pc-main"):
+            with gr.Column(scale=3, min_width=420, elem_id="pc-chat-col"):
                 chatbot = gr.Chatbot(
                     label="Chat", elem_id="pc-chat", height=540,
                     latex_delimiters=render.LATEX_DELIMITERS, sanitize_html=True,
                     feedback_options=None, buttons=["copy"], allow_file_downloads=False,
                     placeholder=("**Ask about the papers in this index.** Answers cite papers "
                                  "as [n]; click a number to see the paper and its evidence."))
+                # hidden: carries clicks on the plan line's × (PLAN_CLICK_JS) and holds the
+                # last answer's plan line for API clients (the chat shows it)
+                plan_events = gr.HTML("", elem_id="pc-plan-events", js_on_load=PLAN_CLICK_JS)
                 with gr.Row(equal_height=True):
                     question = gr.Textbox(placeholder="e.g. Which papers fine-tune an LLM to "
                                           "design heuristics for vehicle routing?",
@@ -618,9 +716,9 @@ def build_app(pipeline) -> gr.Blocks:
             with gr.Column(scale=2, min_width=340, elem_id="pc-sources-col"):
                 with gr.Tabs(elem_id="pc-side-tabs"):
                     with gr.Tab("Sources", id="sources", elem_id="pc-tab-sources"):
-                        # the filters the last answer used; a chip's x re-asks without it
-                        chips = gr.HTML("", elem_id="pc-filter-chips", js_on_load=CHIP_CLICK_JS)
-                        sources = gr.HTML(idle_sources, elem_id="pc-sources", js_on_load=None)
+                        # the cards; a card's "More like this" sends its paper id
+                        sources = gr.HTML(idle_sources, elem_id="pc-sources",
+                                          js_on_load=MORE_LIKE_JS)
                     with gr.Tab("Map", id="map", elem_id="pc-tab-map") as map_tab:
                         # the status line also carries clicks on map points (MAP_CLICK_JS)
                         map_status = gr.HTML(render.map_status_html(), elem_id="pc-map-status",
@@ -635,7 +733,7 @@ def build_app(pipeline) -> gr.Blocks:
         map_drawn = gr.State(None)  # map_key() of what the map shows
 
         outputs = [chatbot, question, sources, turns, answers, last_question, bib, dl_cited,
-                   dl_all, dl_md, chips, drops]
+                   dl_all, dl_md, plan_events, drops, last_plan]
 
         def to_updates(part: dict, *, first: bool = False) -> dict:
             upd: dict = {chatbot: part["chat"]}
@@ -643,8 +741,8 @@ def build_app(pipeline) -> gr.Blocks:
                 upd[question] = ""
             if "sources" in part:
                 upd[sources] = part["sources"]
-            if "filters" in part:
-                upd[chips] = render.filter_chips_html(part["filters"])
+            if "plan_line" in part:
+                upd[plan_events] = part["plan_line"]
             if "exports" in part:
                 ex = part["exports"]
                 upd.update({turns: part["turns"], answers: part["answers"],
@@ -654,20 +752,31 @@ def build_app(pipeline) -> gr.Blocks:
                             dl_md: gr.DownloadButton(value=ex["md"], interactive=True)})
             return upd
 
-        def chat(q, st, ar, md, tr, an, request: gr.Request):
+        def new_turn(q, st, ar, md, tr, an, request, plan=None):
+            """A new turn of the conversation: question ``q`` (read into a plan), or the plan
+            the app made for it (``plan``, JSON)."""
             session = getattr(request, "session_hash", None)
             first = True
-            for part in app.stream(q, st, ar, tr, an, session, mode=md):
+            for part in app.stream(q, st, ar, tr, an, session, mode=md, plan=plan):
                 upd = to_updates(part, first=first)
                 if first:
                     upd[last_question] = q
-                    upd[drops] = []  # a new question: every filter it reads applies
+                    upd[drops] = []  # a new question: every part of its plan applies
+                    upd[last_plan] = plan
                 first = False
                 yield upd
 
-        def redo(st, ar, md, tr, an, lq, request, what: str, dr=()):
-            """Answer the last question again (in mode ``md``, without the filters ``dr`` read
-            from its words), replacing its answer."""
+        def chat(q, st, ar, md, tr, an, request: gr.Request):
+            yield from new_turn(q, st, ar, md, tr, an, request)
+
+        def more_like(st, ar, md, tr, an, evt: gr.EventData, request: gr.Request):
+            """A card's "More like this": the similar operation for its paper, a new turn."""
+            q, plan = app.similar_turn((getattr(evt, "_data", None) or {}).get("paper"))
+            yield from new_turn(q, st, ar, md, tr, an, request, plan=plan)
+
+        def redo(st, ar, md, tr, an, lq, lp, request, what: str, dr=()):
+            """Answer the last question again (in mode ``md``, its plan without the parts
+            ``dr``; ``lp``: the plan the app gave it, if any), replacing its answer."""
             tr, an = list(tr or []), list(an or [])
             q = lq or (an[-1].question if an else "")
             if not q:
@@ -676,34 +785,36 @@ def build_app(pipeline) -> gr.Blocks:
             if an and an[-1].question == q:
                 an, tr = an[:-1], tr[:-1]
             session = getattr(request, "session_hash", None)
-            for part in app.stream(q, st, ar, tr, an, session, mode=md, drop_filters=dr):
+            for part in app.stream(q, st, ar, tr, an, session, mode=md, drop=dr, plan=lp):
                 yield to_updates(part)
 
-        def regenerate(st, ar, md, tr, an, lq, dr, request: gr.Request):
-            yield from redo(st, ar, md, tr, an, lq, request, "regenerate", dr)
+        def regenerate(st, ar, md, tr, an, lq, dr, lp, request: gr.Request):
+            yield from redo(st, ar, md, tr, an, lq, lp, request, "regenerate", dr)
 
-        def let_model_write(st, ar, tr, an, lq, dr, request: gr.Request):
+        def let_model_write(st, ar, tr, an, lq, dr, lp, request: gr.Request):
             if an and an[-1].refused:  # nothing to write from: say so instead of a silent redo
                 gr.Warning("No paper in this index answers the last question, so there is "
                            "nothing for the model to write from.")
                 return
-            yield from redo(st, ar, "generative", tr, an, lq, request, "rewrite", dr)
+            yield from redo(st, ar, "generative", tr, an, lq, lp, request, "rewrite", dr)
 
-        def remove_filter(st, ar, md, tr, an, lq, dr, evt: gr.EventData, request: gr.Request):
-            """A chip's x: the last question again without that filter (its dropdown back to
-            "any", or the filter read from its words dropped), replacing its answer."""
-            chip = (getattr(evt, "_data", None) or {}).get("filter")
+        def remove_part(st, ar, md, tr, an, lq, dr, lp, evt: gr.EventData,
+                        request: gr.Request):
+            """A plan part's ×: the last question again without that part (a dropdown's filter
+            sends the dropdown back to "any"), replacing its answer."""
+            key = (getattr(evt, "_data", None) or {}).get("part")
             last = list(an or [])[-1:]
-            if chip in (dr or []) and last and chip not in last[0].filters_applied:
-                return  # a second click on a chip already removed (queued behind the first)
+            keys = [k for k, _ in render.plan_parts(last[0].plan, last[0].filters_applied)
+                    if render.removable(k, last[0].plan)] if last else []
+            if key in (dr or []) and key not in keys:
+                return  # a second click on a part already removed (queued behind the first)
             try:
-                st, ar, dr = without_filter(chip, last[0].filters_applied if last else [], st,
-                                            ar, dr)
+                st, ar, dr = without_part(key, keys, st, ar, dr)
             except PaperchatError as exc:
                 gr.Warning(f"Nothing removed: {html.escape(str(exc))}.")
                 return
             yield {status: st, area: ar, drops: dr}
-            yield from redo(st, ar, md, tr, an, lq, request, "ask again", dr)
+            yield from redo(st, ar, md, tr, an, lq, lp, request, "ask again", dr)
 
         def stopped(messages):
             """Mark a stopped answer as such (it stays on screen, but out of the memory)."""
@@ -720,7 +831,7 @@ def build_app(pipeline) -> gr.Blocks:
 
         def reset():
             return {chatbot: [], question: "", sources: idle_sources, turns: [], answers: [],
-                    last_question: "", bib: "", chips: "", drops: [],
+                    last_question: "", bib: "", plan_events: "", drops: [], last_plan: None,
                     dl_cited: gr.DownloadButton(value=None, interactive=False),
                     dl_all: gr.DownloadButton(value=None, interactive=False),
                     dl_md: gr.DownloadButton(value=None, interactive=False)}
@@ -732,15 +843,17 @@ def build_app(pipeline) -> gr.Blocks:
         ev_send = send.click(chat, [question, status, area, mode, turns, answers],
                              api_visibility="private", **common)
         ev_regen = regen.click(regenerate,
-                               [status, area, mode, turns, answers, last_question, drops],
-                               api_name="regenerate", **common)
+                               [status, area, mode, turns, answers, last_question, drops,
+                                last_plan], api_name="regenerate", **common)
         ev_write = model_writes.click(let_model_write,
-                                      [status, area, turns, answers, last_question, drops],
-                                      api_name="model_writes", **common)
-        ev_chip = chips.click(remove_filter,
-                              [status, area, mode, turns, answers, last_question, drops],
-                              api_visibility="private",
-                              **(common | {"outputs": outputs + [status, area]}))
+                                      [status, area, turns, answers, last_question, drops,
+                                       last_plan], api_name="model_writes", **common)
+        ev_part = plan_events.click(remove_part,
+                                    [status, area, mode, turns, answers, last_question, drops,
+                                     last_plan], api_visibility="private",
+                                    **(common | {"outputs": outputs + [status, area]}))
+        ev_more = sources.click(more_like, [status, area, mode, turns, answers],
+                                api_visibility="private", **common)
         # -- the Map view: its own events and concurrency group, so drawing (or computing the
         # layout the first time) never holds up an answer
         map_outputs = [map_status, map_plot, hist_plot, area_table]
@@ -789,10 +902,10 @@ def build_app(pipeline) -> gr.Blocks:
                                       api_visibility="private")
         ev_map_answer = ev_map_ask.success(chat, [question, status, area, mode, turns, answers],
                                            api_visibility="private", **common)
-        for ev in (ev_submit, ev_send, ev_regen, ev_write, ev_chip, ev_map_answer):
+        for ev in (ev_submit, ev_send, ev_regen, ev_write, ev_part, ev_more, ev_map_answer):
             ev.success(redraw_map, map_inputs, map_outputs, **map_common)
 
-        running = [ev_submit, ev_send, ev_regen, ev_write, ev_chip, ev_map_answer]
+        running = [ev_submit, ev_send, ev_regen, ev_write, ev_part, ev_more, ev_map_answer]
         stop.click(stopped, chatbot, chatbot, cancels=running, queue=False,
                    api_visibility="private")
         clear.click(reset, None, outputs, queue=False, api_name="clear", cancels=running) \
@@ -840,7 +953,7 @@ def launch(demo, *, host: str = "127.0.0.1", port: int = 7860, auth=None, block:
         ssr_mode=False, mcp_server=mcp, pwa=False, enable_monitoring=False, **extra,
         max_file_size=1,  # the app takes no uploads: close Gradio's /gradio_api/upload
         footer_links=["api", "settings"], theme=theme(),
-        css=render.CSS + render.CHIPS_CSS + render.MAP_CSS)
+        css=render.CSS + render.PLAN_CSS + render.MAP_CSS)
 
 
 def _say_index_reloads() -> None:

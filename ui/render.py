@@ -7,6 +7,16 @@ text, URLs) goes through :func:`html.escape` here, before any markup is added: a
 
 Cards get ``id="card-n"``; a marker ``[n]`` in the answer is a link to ``#card-n``, and the CSS
 ``:target`` rule (:data:`CSS`) outlines that card and highlights its supporting evidence sentence.
+Each card has a "More like this" button (``data-paper``: the paper id; :mod:`ui.app` asks the
+similar operation for it).
+
+Above each answer, the turn's plan in one line (:func:`plan_line_html`): its parts as chips, the
+last answer's removable ones with a ``<button class="pc-part-x" value="<part key>">``. Gradio's
+Chatbot sanitiser drops ``data-*`` and ``aria-*`` attributes from messages but keeps ``value``,
+``class``, ``title`` and ``role``, so the key rides in ``value`` and the accessible name is
+visually hidden text (``.pc-sr``). A cite answer's BibTeX is a fenced code block
+(:func:`bibtex_block`): Gradio's Markdown escapes a code block's text itself and gives it a copy
+button that copies the block's text, trimmed, which is exactly the entries.
 """
 
 from __future__ import annotations
@@ -17,6 +27,7 @@ from typing import Sequence
 from urllib.parse import quote, urlsplit
 
 from rag import citations as cit
+from rag.plan import Plan
 from rag.rendering import answer_layout, flat, to_markdown, unsupported_sentences
 from rag.types import Answer, AnswerSentence, Citation, Hit, Paper
 
@@ -53,12 +64,14 @@ def status_class(status: str) -> str:
 
 
 # --- sources panel --------------------------------------------------------------------------------
-def card_html(n: int, hit: Hit, citation: Citation | None = None) -> str:
+def card_html(n: int, hit: Hit, citation: Citation | None = None, *, more: bool = True) -> str:
     """One paper card: ``[n]`` title (link, new tab), status, primary area, reviewer rating
-    (``rating 6.0 · 4 reviews, 4–8``; nothing when unrated), score, evidence.
+    (``rating 6.0 · 4 reviews, 4–8``; nothing when unrated), score, evidence, and (``more``) a
+    "More like this" button whose ``data-paper`` is the paper id (escaped).
 
     The supporting sentence (the citation's evidence unless that is the paper's title, else the
-    best evidence sentence) carries class ``pc-support``, highlighted when the card is the URL's ``:target``.
+    best evidence sentence) carries class ``pc-support``, highlighted when the card is the
+    URL's ``:target``.
     """
     from rag.text import normalise
 
@@ -100,11 +113,18 @@ def card_html(n: int, hit: Hit, citation: Citation | None = None) -> str:
     if paper.authors:
         names = ", ".join(paper.authors[:3]) + (" et al." if len(paper.authors) > 3 else "")
         authors = f'<div class="pc-authors">{esc(names)}</div>'
+    button = ""
+    if more:
+        button = (f'<button type="button" class="pc-more-like" data-paper="{esc(paper.id)}" '
+                  f'aria-label="More like this: papers similar to {esc(flat(paper.title))}" '
+                  f'title="Ask for the papers most similar to this one (a new turn)">'
+                  f'More like this</button>')
     return (f'<article class="{classes}" id="card-{n}">'
             f'<div class="pc-head"><span class="pc-n">[{n}]</span> '
             f'<a class="pc-title" href="{safe_url(paper)}" target="_blank" '
             f'rel="noopener noreferrer">{esc(paper.title)}</a> {cited}</div>'
-            f'{authors}<div class="pc-meta">{" · ".join(meta)}</div>{evidence}</article>')
+            f'{authors}<div class="pc-meta">{" · ".join(meta)}{button}</div>{evidence}'
+            f'</article>')
 
 
 def sources_html(hits: Sequence[Hit], *, answer: Answer | None = None, refused: bool = False,
@@ -179,11 +199,42 @@ def streaming_markdown(text: str, hits: Sequence[Hit], standalone: str = "",
     if not text:
         return (_searching(standalone, question) +
                 f"_Found {len(hits)} papers; writing the answer…_")
+    text, entries = _split_bibtex(text)
     body = link_markers(_text(cit.normalise_markers(text)), hits)
     body = _QUOTE_LINE.sub("> ", body)  # escaping made the quotes' ">" text; they are Markdown
-    if body.rstrip().endswith("|"):
+    if entries is not None:
+        body = body.rstrip() + "\n\n" + bibtex_block(entries) + "\n\n"
+    elif body.rstrip().endswith("|"):
         body = body.rstrip() + "\n\n"
     return _searching(standalone, question) + body + CURSOR
+
+
+#: The fenced BibTeX block :func:`rag.compose.render` writes (a fence of 3+ backticks, the
+#: entries, the same fence); the streamed text holds at most one, at its end.
+_BIBTEX_FENCE = re.compile(r"(?ms)^(`{3,})bibtex\n(.*)\n\1[ \t]*$")
+
+
+def _split_bibtex(text: str) -> tuple[str, str | None]:
+    """``text`` without its fenced BibTeX block, and that block's entries (None when there is
+    none): the entries are not Markdown and must not be escaped (:func:`bibtex_block`)."""
+    m = _BIBTEX_FENCE.search(text)
+    if not m:
+        return text, None
+    return text[:m.start()] + text[m.end():], m.group(2)
+
+
+def bibtex_block(entries: str) -> str:
+    """BibTeX entries as a fenced Markdown code block (language ``bibtex``) for the chatbot.
+
+    The entries go in as they are, unescaped: Gradio's Markdown renderer escapes a code block's
+    text itself, and renders it inside ``<pre><code>`` with a copy button that copies the
+    block's text trimmed, so the user gets exactly ``entries.strip()``. The fence is one backtick
+    longer than the longest run of backticks in the entries (at least 3), so no entry (a title
+    holding three backticks) can close it early; ``$math$`` inside code is not rendered."""
+    entries = entries.strip("\n")
+    longest = max((len(run) for run in re.findall(r"`+", entries)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}bibtex\n{entries}\n{fence}"
 
 
 _QUOTE_LINE = re.compile(r"(?m)^&gt; ")
@@ -266,8 +317,9 @@ def answer_blocks(answer: Answer) -> list[str]:
     """The answer body's blocks, from its sentences by kind: the direct line (a paragraph), the
     comparison table (from :attr:`Answer.comparison`, right after the direct line), quotes as
     ``blockquote.pc-quote``, items as one list, headings and notes as paragraphs, the model's
-    supported sentences as one paragraph. Unsupported sentences are not among them. The order
-    and grouping are :func:`rag.rendering.answer_layout`'s."""
+    supported sentences as one paragraph, BibTeX entries as a code block (:func:`bibtex_block`).
+    Unsupported sentences are not among them. The order and grouping are
+    :func:`rag.rendering.answer_layout`'s."""
     hits = answer.hits
 
     def html_of(s: AnswerSentence) -> str:
@@ -284,7 +336,9 @@ def answer_blocks(answer: Answer) -> list[str]:
 
     blocks: list[str] = []
     for kind, group in answer_layout(answer):
-        if kind == "table":
+        if kind == "bibtex":
+            blocks.extend(bibtex_block(s.text) for s in group)
+        elif kind == "table":
             blocks.append(link_markers(_text(to_markdown(answer.comparison)), hits))
         elif kind == "item":
             blocks.append(f'<ul class="pc-items">{"".join(html_of(s) for s in group)}</ul>')
@@ -345,26 +399,93 @@ def coverage_html(progress) -> str:
             f'{esc(line)}</div>' if line else "")
 
 
-# --- filter chips ---------------------------------------------------------------------------------
-def filter_chips_html(filters: Sequence[str]) -> str:
-    """The filters an answer's search used (:attr:`Answer.filters_applied`: the dropdowns' and
-    those read from the question's words) as chips, ``status=oral ×``; ``""`` when there are
-    none. Each chip's × is a ``<button class="pc-chip-x">`` whose ``data-filter`` holds the
-    filter string (the app asks the question again without it) and whose ``aria-label`` says
-    so. The filter text is escaped in the text and in the attributes (a filter read from the
-    question holds the user's words)."""
-    if not filters:
+# --- the plan line ---------------------------------------------------------------------------
+#: What the plan line says before its parts: a sure reading, and one the answer states as unsure
+#: (:attr:`rag.plan.Plan.unsure`).
+PLAN_LABEL = "Read as:"
+PLAN_LABEL_UNSURE = "Reading this as:"
+#: Paper sources whose ``papers`` part can be removed: :meth:`rag.plan.Plan.without` turns them
+#: into a new search on the turn's words. (A search stays a search, and removing ``op`` changes
+#: nothing, so those parts have no ×.)
+REMOVABLE_SOURCES = ("previous", "focus", "positions")
+
+
+def plan_parts(plan: dict | None, filters_applied: Sequence[str] = ()) -> list[tuple[str, str]]:
+    """The parts of an answer's plan line as ``(key, text)``: the plan's own
+    (:attr:`Answer.plan` ``["parts"]``, from :meth:`rag.plan.Plan.parts`: ``papers``, one
+    ``filter:F`` per filter, ``order``, ``aspect``, ``op``), plus the filters the search used
+    that the plan does not hold (``filters_applied``: the Status and Primary area dropdowns'),
+    placed after the plan's filters and worded as the plan words its own ("orals only").
+    Filters are compared case-insensitively. An answer without a plan gives its filters only."""
+    parts = [(str(k), str(t)) for k, t in ((plan or {}).get("parts") or [])]
+    said = {k[len("filter:"):].lower() for k, _ in parts if k.startswith("filter:")}
+    extra = [f for f in dict.fromkeys(filters_applied or ()) if f.lower() not in said]
+    if extra:
+        worded = [p for p in Plan(filters=extra).parts() if p[0].startswith("filter:")]
+        at = max([i + 1 for i, (k, _) in enumerate(parts)
+                  if k == "papers" or k.startswith("filter:")], default=0)
+        parts[at:at] = worded
+    return parts
+
+
+def removable(key: str, plan: dict | None) -> bool:
+    """Whether removing part ``key`` of ``plan`` asks something else: a filter, the order and
+    the aspect always; ``papers`` when they were read from the previous answer
+    (:data:`REMOVABLE_SOURCES`)."""
+    if key.startswith("filter:") or key in ("order", "aspect"):
+        return True
+    return key == "papers" and (plan or {}).get("papers") in REMOVABLE_SOURCES
+
+
+def plan_line_html(plan: dict | None, filters_applied: Sequence[str] = (), *,
+                   active: bool = True) -> str:
+    """The one line above an answer that says how its turn was read: :data:`PLAN_LABEL` (or
+    :data:`PLAN_LABEL_UNSURE` when ``plan["unsure"]``), then each part of :func:`plan_parts` as
+    a chip, separated by " · ". With ``active`` (the last answer), each :func:`removable` part
+    has a ``<button class="pc-part-x" value="<key>">×</button>`` (the app asks the question again
+    without that part); older answers show their parts without buttons. ``""`` when there is no
+    part. Every text and key is escaped (a topic or filter holds the user's words) and kept on
+    one line (an HTML block of the chat's Markdown ends at a blank line)."""
+    parts = plan_parts(plan, filters_applied)
+    if not parts:
         return ""
+    unsure = bool((plan or {}).get("unsure"))
     chips = []
-    for f in filters:
-        text = esc(f)
-        chips.append(f'<span class="pc-chip"><span class="pc-chip-text">{text}</span>'
-                     f'<button type="button" class="pc-chip-x" data-filter="{text}" '
-                     f'aria-label="Remove filter {text} and ask again" '
-                     f'title="Ask again without {text}"><span aria-hidden="true">×</span>'
-                     f'</button></span>')
-    return (f'<div class="pc-filters" role="group" aria-label="Filters used for this answer">'
-            f'<span class="pc-filters-label">Filters used:</span>{"".join(chips)}</div>')
+    for key, text in parts:
+        words = _plain(flat(text))
+        button = ""
+        if active and removable(key, plan):
+            button = (f'<button type="button" class="pc-part-x" value="{esc(key)}" '
+                      f'title="Ask again without “{words}”"><span class="pc-sr">Remove '
+                      f'“{words}” and ask again</span><span class="pc-x">×</span></button>')
+        chips.append(f'<span class="pc-part"><span class="pc-part-text">{words}</span>'
+                     f'{button}</span>')
+    label = PLAN_LABEL_UNSURE if unsure else PLAN_LABEL
+    cls = "pc-plan pc-plan-unsure" if unsure else "pc-plan"
+    dot = '<span class="pc-plan-dot"> · </span>'
+    return (f'<div class="{cls}" role="group"><span class="pc-plan-label">{label}</span> '
+            f'{dot.join(chips)}</div>')
+
+
+def _plain(text: str) -> str:
+    """Text for an HTML block of the chat: escaped, with no address the Markdown renderer could
+    turn into a link (as :func:`_text`)."""
+    text = esc(text)
+    for a, b in _NO_LINKS:
+        text = text.replace(a, b)
+    return text
+
+
+def assistant_markdown(answer: Answer, threshold: float = 0.5, *, last: bool = True) -> str:
+    """An assistant message of the chat: the plan line (:func:`plan_line_html`, removable parts
+    only on the ``last`` answer), then :func:`answer_markdown`. Older answers' ``[n]`` links
+    become plain chips (:func:`unlink_markers`): the Sources panel shows the last answer's
+    papers."""
+    body = answer_markdown(answer, threshold)
+    if not last:
+        body = unlink_markers(body)
+    line = plan_line_html(answer.plan, answer.filters_applied, active=last)
+    return f"{line}\n\n{body}" if line else body
 
 
 # --- the Map view ---------------------------------------------------------------------------------
@@ -388,7 +509,10 @@ def map_status_html(n_papers: int = 0, *, state: str = "idle", method: str = "",
     return '<p class="pc-map-line">Open this tab to draw the map of the papers.</p>'
 
 
-#: Styles of the Map tab (the area table comes from :meth:`rag.mapfigure.AreaTable.html`).
+#: Styles of the Map tab (the area table comes from :meth:`rag.mapfigure.AreaTable.html`). The
+#: last rules: while the Map tab is open the page takes the window's width and the side column
+#: the row's whole width, above the chat (``:has`` on the tab button's ``aria-selected``, so no
+#: script is needed); the Sources tab brings the two columns back.
 MAP_CSS = """
 .pc-map-line { color: var(--body-text-color-subdued); font-size: 0.86rem;
   margin: 2px 0 !important; }
@@ -410,27 +534,194 @@ tr.pc-area-total td { font-weight: 600; }
   font-size: 0.85rem; margin: 4px 0 !important; }
 .pc-area-caption { color: var(--body-text-color-subdued); font-size: 0.75rem;
   margin: 4px 0 0 !important; }
+.gradio-container:has(#pc-tab-map-button[aria-selected="true"]),
+.gradio-container:has(#pc-tab-map-button[aria-selected="true"]) .main.app {
+  max-width: 100% !important; margin-left: 0 !important; margin-right: 0 !important; }
+.gradio-container:has(#pc-tab-map-button[aria-selected="true"]) .main.app {
+  padding-left: 12px !important; padding-right: 12px !important; }
+#pc-main:has(#pc-tab-map-button[aria-selected="true"]) { flex-wrap: wrap !important; }
+#pc-main:has(#pc-tab-map-button[aria-selected="true"]) > #pc-sources-col { order: -1;
+  flex: 1 1 100% !important; min-width: 100% !important; max-height: none !important;
+  overflow: visible !important; }
+#pc-main:has(#pc-tab-map-button[aria-selected="true"]) > #pc-chat-col {
+  flex: 1 1 100% !important; min-width: 100% !important; }
+"""
+#: Places the map's annotations so that none overlaps another: ``window.pcPlaceLabels(gd)``
+#: measures their boxes on screen (after every redraw, zoom and pan), then
+#:
+#: 1. the answer's ``[n]`` marks (annotations named ``pc-highlight``, arrows pointing at their
+#:    papers), in ``[n]`` order: a mark whose box would overlap an earlier one moves to the
+#:    first free spot on rings around its paper's point (26, 40, 56 and 72 px; up first) and
+#:    its arrow is redrawn from the box to the point; a mark with no free spot stays where it
+#:    was (a mark is never hidden);
+#: 2. the region labels (annotations named ``pc-region:<papers>`` by
+#:    :func:`ui.app.name_region_labels`), largest region first: a label that would overlap a
+#:    mark or a label already placed moves to the nearest free spot among a few offsets (up,
+#:    down, left, right: at most 1.5 label heights or 0.35 label widths, so it stays on its
+#:    region), and is hidden when none is free or it would leave the plot area; smaller regions
+#:    give way first.
+#:
+#: Returns (and keeps as ``gd.__pcLabels``) ``{shown, moved, hidden, marks, marks_moved}``.
+#: Each region label's ``g.annotation`` gets ``data-pc-placed`` = ``kept``, ``moved`` or
+#: ``hidden``. Only the drawn SVG is changed (plotly redraws it from the figure on the next
+#: redraw, and the placement runs again), never the figure. ``window.pcWatchLabels(gd)`` runs
+#: it once now and after each ``plotly_afterplot`` / ``plotly_relayouting`` (one per frame).
+MAP_LABELS_JS = """
+window.pcPlaceLabels = (gd) => {
+  const fl = gd && gd._fullLayout;
+  const out = {shown: 0, moved: 0, hidden: 0, marks: 0, marks_moved: 0};
+  if (!fl || !fl._size) return out;
+  const nodes = {};
+  gd.querySelectorAll('g.annotation').forEach((g) => { nodes[g.getAttribute('data-index')] = g; });
+  const textOf = (g) => g.querySelector('.annotation-text-g') || g;
+  const box = (g) => textOf(g).getBoundingClientRect();
+  const root = gd.getBoundingClientRect(), sz = fl._size;
+  const area = {left: root.left + sz.l, top: root.top + sz.t, right: root.left + sz.l + sz.w,
+                bottom: root.top + sz.t + sz.h};
+  const pad = 2;
+  const hits = (a, b) => a.left < b.right + pad && b.left < a.right + pad &&
+                         a.top < b.bottom + pad && b.top < a.bottom + pad;
+  const inside = (b) => b.left >= area.left && b.right <= area.right && b.top >= area.top &&
+                        b.bottom <= area.bottom;
+  const shift = (b, dx, dy) => ({left: b.left + dx, right: b.right + dx, top: b.top + dy,
+                                 bottom: b.bottom + dy});
+  const placed = [], regions = [], marks = [];
+  (fl.annotations || []).forEach((a, i) => {
+    const g = nodes[a._index !== undefined ? a._index : i];
+    if (!g) return;
+    const name = String(a.name || '');
+    if (name.startsWith('pc-region:')) regions.push({g, i, size: Number(name.slice(10)) || 0});
+    else if (name === 'pc-highlight') marks.push({g, a, i});
+    else { const r = box(g); if (r.width) placed.push(r); }
+  });
+  // 1. the [n] marks: spread the ones that pile up, arrows redrawn to their points
+  const xa = fl.xaxis, ya = fl.yaxis;
+  for (const m of marks) {
+    const t = textOf(m.g), path = m.g.querySelector('.annotation-arrow-g path');
+    // back to plotly's own drawing first (this runs again without a redraw while panning)
+    if (!t.hasAttribute('data-pc-t')) t.setAttribute('data-pc-t', t.getAttribute('transform'));
+    t.setAttribute('transform', t.getAttribute('data-pc-t'));
+    if (path) {
+      if (!path.hasAttribute('data-pc-d')) path.setAttribute('data-pc-d', path.getAttribute('d'));
+      path.setAttribute('d', path.getAttribute('data-pc-d'));
+    }
+    const b0 = box(m.g);
+    if (!b0.width) continue;
+    out.marks += 1;
+    const svg = (m.g.closest('svg') || gd).getBoundingClientRect();
+    const px = svg.left + xa._offset + xa.l2p(m.a.x), py = svg.top + ya._offset + ya.l2p(m.a.y);
+    const w = b0.width, h = b0.height;
+    let best = null;
+    if (!placed.some((p) => hits(p, b0))) best = [0, 0];
+    for (const r of [26, 40, 56, 72]) {
+      for (const deg of [-90, -60, -120, -30, -150, 0, 180, 30, 150, 60, 120, 90]) {
+        if (best) break;
+        const rad = deg * Math.PI / 180;
+        const cx = px + r * Math.cos(rad), cy = py + r * Math.sin(rad);
+        const b = {left: cx - w / 2, right: cx + w / 2, top: cy - h / 2, bottom: cy + h / 2};
+        if (inside(b) && !placed.some((p) => hits(p, b))) {
+          best = [b.left - b0.left, b.top - b0.top];
+        }
+      }
+    }
+    if (!best) best = [0, 0];
+    const [dx, dy] = best, b = shift(b0, dx, dy);
+    placed.push(b);
+    if (dx || dy) {
+      out.marks_moved += 1;
+      t.setAttribute('transform', `translate(${dx.toFixed(1)},${dy.toFixed(1)}) ` +
+                     t.getAttribute('data-pc-t'));
+      if (path) {  // from the box's edge nearest the point to the point
+        const ex = Math.min(Math.max(px, b.left), b.right);
+        const ey = Math.min(Math.max(py, b.top), b.bottom);
+        path.setAttribute('d', `M${(ex - svg.left).toFixed(2)},${(ey - svg.top).toFixed(2)}` +
+                               `L${(px - svg.left).toFixed(2)},${(py - svg.top).toFixed(2)}`);
+        path.style.strokeDasharray = 'none';
+      }
+    }
+  }
+  // 2. the region labels, largest region first
+  regions.sort((a, b) => b.size - a.size || a.i - b.i);
+  for (const r of regions) {
+    r.g.removeAttribute('transform');
+    r.g.style.display = '';
+    const b0 = box(r.g);
+    if (!b0.width) continue;  // not drawn (its point is off the axes)
+    const w = b0.width, h = b0.height;
+    const tries = [[0, 0], [0, -0.75 * h], [0, 0.75 * h], [-0.35 * w, 0], [0.35 * w, 0],
+                   [0, -1.5 * h], [0, 1.5 * h], [-0.35 * w, -0.75 * h], [0.35 * w, -0.75 * h],
+                   [-0.35 * w, 0.75 * h], [0.35 * w, 0.75 * h]];
+    let done = false;
+    for (const [dx, dy] of tries) {
+      const b = shift(b0, dx, dy);
+      if (!inside(b) || placed.some((p) => hits(p, b))) continue;
+      placed.push(b);
+      if (dx || dy) {
+        r.g.setAttribute('transform', `translate(${dx.toFixed(1)},${dy.toFixed(1)})`);
+        out.moved += 1;
+      }
+      r.g.setAttribute('data-pc-placed', dx || dy ? 'moved' : 'kept');
+      out.shown += 1;
+      done = true;
+      break;
+    }
+    if (!done) {
+      r.g.style.display = 'none';
+      r.g.setAttribute('data-pc-placed', 'hidden');
+      out.hidden += 1;
+    }
+  }
+  gd.__pcLabels = out;
+  return out;
+};
+window.pcWatchLabels = (gd) => {
+  if (!gd || gd.__pcLabelsWatched || typeof gd.on !== 'function') return;
+  gd.__pcLabelsWatched = true;
+  const again = () => {
+    if (gd.__pcLabelsQueued) return;
+    gd.__pcLabelsQueued = true;
+    requestAnimationFrame(() => { gd.__pcLabelsQueued = false; window.pcPlaceLabels(gd); });
+  };
+  gd.on('plotly_afterplot', again);
+  gd.on('plotly_relayouting', again);
+  again();
+};
 """
 
 
-#: Styles of :func:`filter_chips_html` (added to :data:`CSS` by the app). The sources column
-#: holds the chips above the cards: a Gradio column wraps its children into a second column
-#: when they outgrow its max-height, which would push the cards out of sight.
-CHIPS_CSS = """
+#: Styles of the plan line (:func:`plan_line_html`), the cards' "More like this" button and the
+#: BibTeX code block (added to :data:`CSS` by the app). ``#pc-plan-events`` carries the plan
+#: line's clicks and its copy for API clients; the chat shows the line, so it stays hidden.
+PLAN_CSS = """
 #pc-sources-col { flex-wrap: nowrap !important; }
-#pc-filter-chips:not(:has(.pc-filters)) { display: none !important; }
-.pc-filters { display: flex; flex-wrap: wrap; align-items: center; gap: 6px; margin: 2px 0 6px; }
-.pc-filters-label { color: var(--body-text-color-subdued); font-size: 0.85rem; }
-.pc-chip { display: inline-flex; align-items: center; gap: 2px; padding: 1px 2px 1px 9px;
-  border-radius: 12px; font-size: 0.82rem; background: var(--color-accent-soft);
-  border: 1px solid var(--border-color-accent-subdued, var(--border-color-primary)); }
-.pc-chip-text { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; }
-button.pc-chip-x { border: 0; background: transparent; cursor: pointer; border-radius: 50%;
-  width: 1.5em; height: 1.5em; line-height: 1; font-size: 1rem; padding: 0;
-  color: var(--body-text-color-subdued); }
-button.pc-chip-x:hover, button.pc-chip-x:focus-visible { background: var(--color-accent);
+#pc-plan-events { display: none !important; }
+.pc-sr { position: absolute !important; width: 1px; height: 1px; padding: 0; margin: -1px;
+  overflow: hidden; clip: rect(0, 0, 0, 0); white-space: nowrap; border: 0; }
+#pc-chat .pc-plan { display: flex; flex-wrap: wrap; align-items: center; gap: 3px 4px;
+  margin: 0 0 0.55em !important; padding-bottom: 5px; font-size: 0.84em;
+  border-bottom: 1px dashed var(--border-color-primary); color: var(--body-text-color-subdued); }
+#pc-chat .pc-plan-label { font-weight: 600; margin-right: 2px; }
+#pc-chat .pc-plan-unsure .pc-plan-label { color: #b45309; }
+#pc-chat .pc-plan-unsure { border-bottom-color: #f0b86e; }
+#pc-chat .pc-part { display: inline-flex; align-items: center; gap: 1px; padding: 0 3px 0 8px;
+  border-radius: 11px; background: var(--color-accent-soft); color: var(--body-text-color);
+  border: 1px solid var(--border-color-accent-subdued, var(--border-color-primary));
+  line-height: 1.55; }
+#pc-chat .pc-part:not(:has(button)) { padding-right: 8px; }
+#pc-chat .pc-plan-dot { color: var(--body-text-color-subdued); }
+#pc-chat button.pc-part-x { border: 0; background: transparent; cursor: pointer;
+  border-radius: 50%; width: 1.45em; height: 1.45em; line-height: 1; font-size: 1.05em;
+  padding: 0; margin: 0; color: var(--body-text-color-subdued); }
+#pc-chat button.pc-part-x:hover, #pc-chat button.pc-part-x:focus-visible {
+  background: var(--color-accent); color: white; }
+#pc-chat button.pc-part-x:focus-visible { outline: 2px solid var(--color-accent);
+  outline-offset: 1px; }
+button.pc-more-like { margin-left: 8px; padding: 0 8px; border-radius: 9px; cursor: pointer;
+  font-size: 0.95em; line-height: 1.5; white-space: nowrap; background: transparent;
+  color: var(--color-accent); border: 1px solid var(--color-accent); }
+button.pc-more-like:hover, button.pc-more-like:focus-visible { background: var(--color-accent);
   color: white; }
-button.pc-chip-x:focus-visible { outline: 2px solid var(--color-accent); outline-offset: 1px; }
+#pc-chat .code_wrap pre { max-height: 22em; overflow: auto; font-size: 0.82em; }
 """
 
 
