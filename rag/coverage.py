@@ -22,7 +22,9 @@ what exists with the two parts of this module:
   under embedded papers with far weaker BM25 evidence. A paper whose cosine is unknown is fused
   on its BM25 evidence alone, on the same scale: ``(1 + w) * z(bm25)`` (:data:`IMPUTE`; the
   weights renormalised over the channels that exist, as in a convex combination with a missing
-  channel), so its rank is what its words earn.
+  channel), so its rank is what its words earn. The learned fusion (:mod:`rag.fusion`, the
+  default) gets the same through its inputs (:func:`impute_unscored`): such a paper's missing
+  cosines are set to the ones whose z-scores equal its BM25 z-score.
 
 :func:`coverage_line` is what answers say about it ("dense 41% · about 9 min left").
 """
@@ -145,6 +147,38 @@ def fuse_unscored(fused: dict[str, float], lexical_scores: Sequence[float],
         if pid not in known:
             fused[pid] = scale * (bm25_of(pid) - mu) / sd
     return fused
+
+
+def impute_unscored(ch, known: set[str], how: str = IMPUTE):
+    """The learned fusion's inputs (:class:`rag.fusion.Channels`, issue 21) with every candidate
+    whose cosine is not ``known`` (no vector, not scored on demand) given, in each vector channel
+    (``dense``, ``prf``, ``paper``), the raw score whose z-score over that channel's pool equals
+    its BM25 z-score (:data:`IMPUTE` "lexical"), or the pool's mean ("neutral"): as
+    :func:`fuse_unscored` does for the fixed fusion, its vector channels then say what its words
+    say, where :func:`rag.fusion._zscores` would give it the pool's lowest cosine ("floor",
+    unchanged). A real score is never replaced: only NaN entries of unknown papers. Changed in
+    place (its feature cache cleared) and returned."""
+    if how == "floor" or not len(ch):
+        return ch
+    unknown = np.array([pid not in known for pid in ch.ids], dtype=bool)
+    if not unknown.any():
+        return ch
+    from rag.fusion import _zscores
+
+    zb = _zscores(ch.bm25, ch.bm25_pool, len(ch)) if how == "lexical" else np.zeros(len(ch))
+    for name in ("dense", "prf", "paper"):
+        values, pool = getattr(ch, name), getattr(ch, f"{name}_pool")
+        if values is None or pool is None or not len(pool):
+            continue
+        pool = np.asarray(pool, dtype=np.float64)
+        mu, sd = float(pool.mean()), float(pool.std())
+        sd = sd if sd > 1e-9 else 1.0
+        values = np.array(values, dtype=np.float64)
+        fill = unknown & np.isnan(values)
+        values[fill] = mu + sd * zb[fill]
+        setattr(ch, name, values)
+    ch._cache.clear()
+    return ch
 
 
 def coverage_line(progress: DenseProgress | None) -> str:

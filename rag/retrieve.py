@@ -650,27 +650,52 @@ class PartialRetriever(Retriever):
         out.query = np.asarray(query_vec, dtype=np.float32)
         return out
 
-    def _fuse(self, dense: Ranking, lexical: Ranking, full: np.ndarray) -> dict[str, float]:
-        """The whole index's fusion after the best BM25 papers without vectors got their cosine
-        (merged into ``dense`` in place, so :attr:`Retrieval.dense` has them too: refusal reads
-        its best cosine there), then every paper whose cosine is still unknown fused on BM25
-        alone (:func:`rag.coverage.fuse_unscored`)."""
-        from rag.coverage import fuse_unscored, merge_scores, score_unembedded
+    def _score_ondemand(self, ranking: Ranking, full: np.ndarray) -> set[str]:
+        """Merge into ``ranking`` (in place, a :class:`_QueryRanking`) the cosines of the best
+        BM25 papers without vectors (:func:`rag.coverage.score_unembedded`, embedded on demand
+        and remembered, so a second ranking of the same search reuses them); returns the ids of
+        the papers whose cosine is known (embedded, or scored here)."""
+        from rag.coverage import merge_scores, score_unembedded
 
         embedded = self.store.embedded_ids()
         known = set(embedded)
-        query = getattr(dense, "query", None)
+        query = getattr(ranking, "query", None)
         if query is not None:
             todo = score_unembedded(full, self.lexical.ids, embedded)
             cosines = {pid: float((v @ query).max())
                        for pid, v in self.ondemand.vectors(todo).items() if len(v)}
             known.update(cosines)
-            dense.ids, dense.scores = merge_scores(dense.ids, dense.scores, cosines)
+            ranking.ids, ranking.scores = merge_scores(ranking.ids, ranking.scores, cosines)
+        return known
+
+    def _fuse(self, dense: Ranking, lexical: Ranking, full: np.ndarray) -> dict[str, float]:
+        """The whole index's fusion after the best BM25 papers without vectors got their cosine
+        (merged into ``dense`` in place, so :attr:`Retrieval.dense` has them too: refusal reads
+        its best cosine there), then every paper whose cosine is still unknown fused on BM25
+        alone (:func:`rag.coverage.fuse_unscored`)."""
+        from rag.coverage import fuse_unscored
+
+        known = self._score_ondemand(dense, full)
         fused = super()._fuse(dense, lexical, full)
         row = self.lexical.row
         return fuse_unscored(fused, lexical.scores,
                              lambda pid: float(full[row[pid]]) if pid in row else 0.0,
                              self.settings.lexical_weight, known)
+
+    def channels(self, question: str, qvec: np.ndarray, dense: Ranking, prf: Ranking,
+                 lexical: Ranking, full: np.ndarray, allowed: set[str] | None = None,
+                 needs: set[str] | frozenset = frozenset()):
+        """The learned fusion's inputs (:meth:`Retriever.channels`) after the papers scored on
+        demand got their cosines in the question's and the feedback query's rankings, with
+        every paper whose cosine is still unknown given its BM25 evidence in the vector
+        channels (:func:`rag.coverage.impute_unscored`), so it is not ranked down."""
+        from rag.coverage import impute_unscored
+
+        known = self._score_ondemand(dense, full)
+        if prf is not dense:
+            known |= self._score_ondemand(prf, full)
+        ch = super().channels(question, qvec, dense, prf, lexical, full, allowed, needs)
+        return impute_unscored(ch, known)
 
     def paper_vectors(self):
         """The paper vectors of the papers embedded so far and of those scored on demand

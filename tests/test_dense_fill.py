@@ -154,24 +154,65 @@ def test_a_partly_embedded_index_searches_every_paper_by_its_words(partial, seed
     assert CVRP not in part.store.embedded_ids()  # remembered, not embedded
 
 
+@pytest.mark.parametrize("fusion", ["learned", "fixed"])
 @pytest.mark.parametrize("question", ROUTING)
 def test_without_on_demand_scores_a_paper_without_a_vector_still_ranks_by_its_words(
-        settings, seed, monkeypatch, question):
+        settings, seed, monkeypatch, question, fusion):
     """Every paper embedded but CVRP, none scored on demand, questions without a name in them:
-    CVRP is first, as in the whole index; fused with the floor (plain z-score fusion: no vector
-    counted as the least similar candidate), it fell to 4th-11th place."""
+    CVRP is first, as in the whole index, with the learned fusion (the default, issue 21) and
+    the fixed one; fused with the floor (no vector counted as the least similar candidate:
+    plain z-score fusion, or the learned fusion's own NaN rule), it fell to 4th-11th place
+    with either fusion (3rd once with the learned one: BM25's top paper has a bonus of its own)."""
     import rag.coverage as coverage
 
+    settings = settings.model_copy(update={"fusion": fusion})
     build(seed, settings)
     whole = Retriever.open(settings, FakeEmbedder())
     as_if_building(settings, {p.id for p in seed if p.id != CVRP})
     part = Retriever.open(settings, FakeEmbedder())
+    assert (part.fusion_model() is None) == (fusion == "fixed")
     monkeypatch.setattr(coverage.score_unembedded, "__defaults__", (0,))  # no on-demand scores
     assert not part.named(question)
     assert [h.id for h in whole.search(question, k=3).hits][0] == CVRP
     assert [h.id for h in part.search(question, k=3).hits][0] == CVRP
     monkeypatch.setattr(coverage.fuse_unscored, "__defaults__", ("floor",))
-    assert [h.id for h in part.search(question, k=19).hits].index(CVRP) >= 3
+    monkeypatch.setattr(coverage.impute_unscored, "__defaults__", ("floor",))
+    assert [h.id for h in part.search(question, k=19).hits].index(CVRP) >= \
+        (3 if fusion == "fixed" else 1)
+
+
+def test_the_learned_fusion_gives_a_paper_without_a_vector_its_bm25_z_score():
+    """impute_unscored: an unknown paper's missing cosines become the ones whose z-score over
+    each vector channel's pool is its BM25 z-score (so the shipped weights fuse it as
+    (w_prf + w_bm25) z(bm25) plus its BM25 bonus); a known paper keeps NaN (the floor: it is
+    not among the nearest chunks), a real score is never replaced; "neutral" gives the mean."""
+    from rag.coverage import impute_unscored
+    from rag.fusion import Channels, FusionModel, _zscores
+
+    def channels():
+        return Channels(
+            ids=["x", "a", "b", "k"],
+            dense=np.array([np.nan, 0.6, 0.5, np.nan]), dense_pool=np.array([0.6, 0.5, 0.4]),
+            prf=np.array([np.nan, 0.7, 0.5, np.nan]), prf_pool=np.array([0.7, 0.5, 0.3]),
+            bm25=np.array([30.0, 6.0, 5.0, 4.0]), bm25_pool=np.array([30.0, 6.0, 5.0, 4.0]),
+            paper=np.array([np.nan, 0.4, 0.3, 0.2]), paper_pool=np.array([0.4, 0.3, 0.2]))
+
+    ch = channels()
+    model = FusionModel(["prf", "bm25", "paper"], [0.85, 0.65, 0.1])
+    floor = model.scores(ch)
+    assert int(np.argmax(floor)) != 0  # x, with by far the best words, is not first
+    zb = _zscores(ch.bm25, ch.bm25_pool, 4)
+    impute_unscored(ch, known={"a", "b", "k"})
+    got = model.scores(ch)
+    assert int(np.argmax(got)) == 0
+    assert got[0] == pytest.approx((0.85 + 0.65 + 0.1) * zb[0])
+    assert np.allclose(got[1:], floor[1:])  # known papers as before
+    assert np.isnan(ch.dense[3]) and ch.paper[3] == 0.2
+    neutral = impute_unscored(channels(), known={"a", "b", "k"}, how="neutral")
+    assert neutral.prf[0] == pytest.approx(0.5) and neutral.dense[0] == pytest.approx(0.5)
+    same = channels()
+    impute_unscored(same, known={"a", "b", "k"}, how="floor")
+    assert np.isnan(same.prf[0])
 
 
 def test_refusal_stays_calibrated_on_a_partly_embedded_index(partial, seed):
