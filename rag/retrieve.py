@@ -290,7 +290,7 @@ class Retriever:
 
     def name_index(self) -> NameIndex:
         """The :class:`rag.names.NameIndex` of the indexed papers (built on first use, about
-        1 s per 10,000 papers)."""
+        2 s per 10,000 papers)."""
         if getattr(self, "_name_index", None) is None:
             self._name_index = NameIndex(self.papers.values())
         return self._name_index
