@@ -46,6 +46,18 @@ class Turn:
         return [self.numbered[n] for n in sorted(self.numbered)] or list(self.papers)
 
 
+def last_with_papers(history: Sequence[Turn]) -> Turn | None:
+    """The last turn of ``history``, or the one before it that had papers when the last
+    answer had none (nothing matched its filter, or it was refused): "compare them" after "No
+    paper matches status=spotlight" means the papers shown before that."""
+    if not history:
+        return None
+    for turn in reversed(history):
+        if turn.papers or turn.numbered:
+            return turn
+    return history[-1]
+
+
 def turn_after(answer) -> Turn:
     """The :class:`Turn` an :class:`rag.types.Answer` leaves for follow-ups: the papers it is
     about (``answer.about_ids``, in that order) then its other cited papers, else its hits (none

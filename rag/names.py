@@ -26,6 +26,8 @@ MAX_NAMED_PAPERS = 3
 MAX_NAMED_SHARE = 0.05
 #: Words of a title that a turn must repeat, in order, to name the paper by its title.
 TITLE_WORDS = 4
+#: Longest plain title head (the words before ":") that names its paper: "Stable Video Infinity".
+HEAD_WORDS = 4
 
 
 def fold(text: str) -> str:
@@ -77,8 +79,8 @@ _CAPS_PREFIX = re.compile(r"^[A-Z]{2,}[a-z]{2,}[A-Za-z0-9]*$")
 #: Every :func:`_coined` word has a digit or a capital after its first character (a camel hump,
 #: five capitals, a capital in a second hyphenated part, two leading capitals): a regex test in
 #: C that skips the plain words (most of an abstract) before the Python checks. On the 19,630
-#: ICLR 2026 papers it took NameIndex from 15.7 s to 3.5 s (the same index), which every ask
-#: paid.
+#: ICLR 2026 papers it takes NameIndex from 18.5 s to 6.0 s (the same index; 15.7 -> 3.5 s
+#: before the title heads' pass), which every ask pays.
 _MAY_BE_COINED = re.compile(r"\d|.[A-Z]")
 
 
@@ -104,6 +106,36 @@ class NameIndex:
         #: Folded one-word title heads of any kind ("Cactus: ...", "Prism: ..."): names only where
         #: a turn uses the word as a paper's name (a side of a comparison).
         self.heads: dict[str, list[str]] = {}
+        #: Plain title heads ("Polar Express: ...", "Antislop: ...", "OPPO: ...") of 1 to
+        #: :data:`HEAD_WORDS` words that no more than :data:`MAX_NAMED_PAPERS` papers say
+        #: anywhere in their titles and abstracts: a rare phrase a title puts first is the
+        #: paper's name (see :meth:`find` for how a turn must write a one-word head).
+        self.head_phrases: dict[tuple[str, ...], list[str]] = {}
+        papers = list(papers)
+        heads: dict[tuple[str, ...], list[str]] = {}
+        for p in papers:
+            head = p.title.partition(":")[0]
+            words = _plain(head)
+            if words and words[0] in ("the", "a", "an"):
+                words = words[1:]  # "The Polar Express: ..." is also "the Polar Express paper"
+            if ":" in p.title and 1 <= len(words) <= HEAD_WORDS and len("".join(words)) >= 4:
+                heads.setdefault(tuple(words), []).append(p.id)
+        firsts = {h[0] for h in heads}
+        said: dict[tuple[str, ...], set[str]] = {}
+        for p in papers:
+            words = _plain(f"{p.title} {p.abstract}")
+            present = firsts.intersection(words)
+            if not present:
+                continue
+            for i, w in enumerate(words):
+                if w not in present:
+                    continue
+                for size in range(1, HEAD_WORDS + 1):
+                    key = tuple(words[i:i + size])
+                    if len(key) == size and key in heads:
+                        said.setdefault(key, set()).add(p.id)
+        self.head_phrases = {k: v for k, v in heads.items()
+                             if len(said.get(k, ())) <= MAX_NAMED_PAPERS}
         may_be_coined = _MAY_BE_COINED.search
         n = 0
         for p in papers:
@@ -130,8 +162,9 @@ class NameIndex:
     def find(self, text: str) -> list[tuple[str, tuple[int, int], list[str]]]:
         """The names of papers in ``text``: ``(words as written, character span, paper ids)``
         in text order, without overlaps: a title's name in 1-3 words ("part x mllm"), a
-        name-like word at most :data:`MAX_NAMED_PAPERS` papers use ("RFTHGS"), or the first
-        :data:`TITLE_WORDS` words of a title."""
+        name-like word at most :data:`MAX_NAMED_PAPERS` papers use ("RFTHGS"), the first
+        :data:`TITLE_WORDS` words of a title, or a rare plain title head (:attr:`head_phrases`;
+        one word only when the turn capitalises it: "Antislop", not "antislop")."""
         out: list[tuple[str, tuple[int, int], list[str]]] = []
         words = list(WORD.finditer(text))
 
@@ -154,15 +187,32 @@ class NameIndex:
                     continue
                 said = "".join(w.group(0) for w in words[i:i + size])
                 key = fold(said)
+                if key not in self.titles and key.endswith("s") and key[:-1] in self.titles:
+                    key = key[:-1]  # "la-proteinas setup", "StepORLM's results"
                 ids = self.titles.get(key)
                 if key in self.capitals and not (said.isupper() or name_like(said)):
                     continue  # "speed" is a word; "SPEED" may be the paper
                 if ids and len(ids) <= MAX_NAMED_PAPERS:
                     out.append((text[a:b], (a, b), list(ids)))
+        for size in range(HEAD_WORDS, 0, -1):  # plain title heads: "the Polar Express paper"
+            for i in range(len(flat) - size + 1):
+                key = tuple(w for _, w in flat[i:i + size])
+                ids = self.head_phrases.get(key)
+                if not ids:
+                    continue
+                a, b = flat[i][0].start(), flat[i + size - 1][0].end()
+                written = text[a:b]
+                if size == 1 and not written[:1].isupper():
+                    continue  # one plain word names a paper only written as a name: "Antislop"
+                if free(a, b):
+                    out.append((written.strip(".,;:!?()\"'“”"), (a, b), list(ids)))
         for m in words:
             if not free(*m.span()) or not _coined(m.group(0)):
                 continue
-            ids = self.words.get(fold(m.group(0)))
+            key = fold(m.group(0))
+            if key not in self.words and key.endswith("s"):
+                key = key[:-1]  # a possessive or plural of the name: "ThinKV's", "LoRAs"
+            ids = self.words.get(key)
             if ids:
                 out.append((m.group(0), m.span(), sorted(ids)))
         return sorted(out, key=lambda x: x[1])

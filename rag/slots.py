@@ -52,6 +52,17 @@ _TIER_ALONE = re.compile(r"\b(?:(?:among|in|from|of)\s+(?:the\s+)?(orals|spotlig
                          r"(?:got|get|gets|received?|given|awarded|as|were|are|be|been)\s+"
                          r"(?:an?\s+)?(orals?|spotlights?|posters?)\b(?!\s+(?!only|papers?|ones?"
                          r"|too|and|or)[a-z])|"
+                         # "every spotlight in optimization", "any oral on X"
+                         r"(?:every|each|any|one)\s+(oral|spotlight|poster)\b|"
+                         # "posters?", "orals only?": the whole turn
+                         r"^\s*(?:and\s+|what\s+about\s+|now\s+)?(?:the\s+)?"
+                         r"(orals?|spotlights?|posters?|rejected|withdrawn)\s*(?:ones\s*)?[?.!]*\s*$|"
+                         # "count withdrawn", "list the rejected ones"
+                         r"\b(?:count|list|show)\s+(?:me\s+)?(?:all\s+)?(?:the\s+)?"
+                         r"(withdrawn|rejected|orals|posters|spotlights)\b|"
+                         # "which ones are plain posters"
+                         r"(?:are|were)\s+(?:plain|just|only|all|also|regular)\s+(orals?|spotlights?|"
+                         r"posters?)\b|"
                          # "only orals", "just the posters", "posters only"
                          r"(?:only|just)\s+(?:the\s+)?(orals?|spotlights?|posters?)\b|"
                          r"(orals?|spotlights?|posters?)\s+only\b|"
@@ -86,15 +97,20 @@ _OPS = {">=": ">=", "≥": ">=", "at least": ">=", "of at least": ">=", "no less
         "over": ">", "greater than": ">", "more than": ">", "higher than": ">", "<": "<",
         "below": "<", "under": "<", "less than": "<", "lower than": "<", "=": "="}
 # "in 2018", "from ICLR 2018", "ICLR 2018 papers"
-_YEAR = re.compile(r"(?<![\w.@/-])((?:19|20)\d\d)(?![\w.@/-]*\d)(?!\s*(?:papers?|tokens?|"
-                   r"samples?|images?|examples?|problems?)\b(?<=\bpapers)\b)", re.I)
+_YEAR = re.compile(r"(?<![\w.@/-])((?:19|20)\d\d)(?![\w.@/-]*\d)(?!\s*(?:tokens?|"
+                   r"samples?|images?|examples?|problems?)\b)(?<!\b(?:19\d\d|200\d)(?=\s+papers))",
+                   re.I)
 # "papers by Yoshua Bengio", "work from Sergey Levine", "authored by Chelsea Finn"
-_AUTHOR = re.compile(rf"\b(?:(?:{_PAPERS}|anything|something|stuff)\s+(?:written\s+|authored\s+)?"
-                     r"(?:by|from)|authored\s+by|written\s+by)\s+((?:[A-Z][\w'.\-]*\.?\s+){0,3}"
-                     r"[A-Z][\w'\-]+)", re.U)
+_AUTHOR = re.compile(rf"\b(?i:(?:{_PAPERS}|anything|everything|something|stuff|these|those|them|"
+                     r"any)\s+(?:written\s+|authored\s+)?(?:by|from)|authored\s+by|written\s+by)"
+                     r"\s+((?:[A-Z][\w'.\-]*\.?\s+){0,3}[A-Z][\w'\-]+)", re.U)
+#: Words after "by" that say an order, not an author ("sorted by rating", "by reviewer score").
+_ORDER_WORDS = (r"(?:rat\w*|scor\w*|review\w*|relevan\w*|mean|average|avg|date|year|area|topic|"
+                r"how|their|its|the|a)\b")
 # "papers by yoshua bengio" (in lower case: the two words after "papers by"), "Sergey Levine's
 # papers"
-_AUTHOR_LOWER = re.compile(rf"\b{_PAPERS}\s+(?:written\s+|authored\s+)?by\s+([a-z][\w'\-]+\s+"
+_AUTHOR_LOWER = re.compile(rf"\b{_PAPERS}\s+(?:written\s+|authored\s+)?by\s+(?!{_ORDER_WORDS})"
+                           r"([a-z][\w'\-]+\s+"
                            r"[a-z][\w'\-]+)\b(?<!\bet al)")
 _AUTHOR_OWNER = re.compile(r"\b((?:[A-Z][\w'.\-]*\.?\s+){0,2}[A-Z][\w'\-]+)['’]s\s+(?:\d{4}\s+)?"
                            rf"{_PAPERS}\b")
@@ -106,7 +122,7 @@ _SORT = re.compile(r"\b(?:(?:highest|best|top|most\s+highly)[-\s]+(?:rated|score
 # "in the optimization area", "area: learning theory", "primary area reinforcement learning"
 _AREA = re.compile(r"\b(?:(?:in|from|of|within)\s+(?:the\s+)?)?(?:(?:primary\s+)?area\s*[:=]?\s*"
                    r"(?P<after>[\w ,&()./-]{3,80}?)(?=[?.!;]|$|\s+(?:area|with|that|which|rated|"
-                   r"and\s+(?:rated|with)))|(?P<before>[\w ,&()./-]{3,80}?)\s+(?:primary\s+)?"
+                   r"and\s+(?:rated|with)))|(?P<before>[\w ,&()./-]{2,80}?)[\s-]+(?:primary\s+)?"
                    r"(?:area|track|category)\b)", re.I)
 # "orals in causal reasoning", "within the learning theory ...": an area named exactly after "in"
 _IN_AREA = re.compile(r"\b(?:in|within|from)\s+(?:the\s+)?(?=\w)", re.I)
@@ -118,6 +134,10 @@ _AREA_END = re.compile(r"\s*(?:[^\w\s]|$|(?:and|or|with|that|which|rated|about|o
                        r"area|track|from|in|by|are|is|were|was|sorted|ordered|having|where|"
                        r"whose|only|pls|please|ranked|published)\b)", re.I)
 # "7+", "(6.5+)": a rating threshold when the turn talks about ratings
+# "which ones are above 6", "the ones averaging above 6": a threshold said of the papers
+_BARE_RATING = re.compile(r"\b(?:ones|papers|those|these|them|they|are|averag\w*)\s+(?:that\s+are\s+)?"
+                          r"(above|over|below|under|at least|at most)\s+(\d(?:\.\d{1,2})?)"
+                          r"(?![\d.]*\s*(?:%|x\b|times|points|pp|layers|billion|[bBmMkK]\b))", re.I)
 _PLUS = re.compile(r"(?<![\w.])(\d{1,2}(?:\.\d{1,2})?)\s?\+(?!\w)")
 _RATING_WORD = re.compile(r"\b(?:rat\w*|scor\w*|review\w*|average|mean)\b", re.I)
 #: Longest author name read from a question (the longest in ICLR 2018's list is 31 chars).
@@ -173,7 +193,7 @@ def has_topic(query: str) -> bool:
 def fold(text: str) -> str:
     """:func:`rag.filters.fold` without punctuation: lower-case words without accents,
     single-spaced (for matching area names)."""
-    return " ".join(re.findall(r"[a-z0-9]+", fold_text(text)))
+    return " ".join(re.findall(r"[a-z0-9]+", fold_text(text.replace("&", " and "))))
 
 
 def foreign_share(question: str) -> float:
@@ -216,7 +236,7 @@ def match_area(text: str, areas: Sequence[str], exact: bool = False) -> str | No
     contains ``text`` as whole words ("computer vision", "physical sciences") when only one area
     does."""
     want = re.sub(r"isation\b", "ization", fold(text))
-    if len(want) < 2 or (len(want) < 3 and not exact):
+    if len(want) < 2 or (len(want) < 3 and not exact and not text.strip().isupper()):
         return None
     want = re.sub(r"^(?:the|a|an)\s+", "", want)
     want = re.sub(r"\s+(?:area|track|category)$", "", want)
@@ -231,7 +251,44 @@ def match_area(text: str, areas: Sequence[str], exact: bool = False) -> str | No
     if exact:
         return None
     inside = [a for a in areas if re.search(rf"\b{re.escape(want)}\b", fold(a))]
-    return inside[0] if len(inside) == 1 else None
+    return inside[0] if len(inside) == 1 else _fuzzy_area(want, tuple(areas))
+
+
+#: Least :func:`difflib.SequenceMatcher` ratio for a misspelt area word ("aligment").
+AREA_WORD_RATIO = 0.85
+
+
+@lru_cache(maxsize=4096)
+def _fuzzy_area(want: str, areas: tuple[str, ...]) -> str | None:
+    """The one area whose own words cover every content word of ``want`` (folded), each word
+    matching an area word in the singular ("graph" for "graphs", "geometry" for
+    "geometries") or by a :data:`AREA_WORD_RATIO` spelling ratio ("aligment"; not "general"
+    for "generative"): "the graph learning
+    area", "graphs and geometry", "aligment". Words in three or more areas' names ("learning",
+    "methods") are no evidence; any other word must fit, so "spotlight papers in the graph
+    learning" fits no area (the caller tries shorter tails). ``None`` when no area or more than
+    one fits."""
+    from collections import Counter
+    from difflib import SequenceMatcher
+
+    def words(text: str) -> list[str]:
+        return [w for w in text.split() if w not in _AREA_STOP and len(w) >= 3]
+
+    own = {a: set(words(fold(a))) for a in areas}
+    common = {w for w, c in Counter(w for ws in own.values() for w in ws).items() if c >= 3}
+    asked = [w for w in words(want) if w not in common]
+    if not asked:
+        return None
+
+    def one(w: str) -> str:  # "geometries" -> "geometry", "graphs" -> "graph"
+        return re.sub(r"ies$", "y", w) if len(w) > 4 else w
+
+    def close(w: str, x: str) -> bool:
+        w, x = one(w).rstrip("s"), one(x).rstrip("s")
+        return w == x or (len(w) >= 6 and SequenceMatcher(None, w, x).ratio() >= AREA_WORD_RATIO)
+
+    fits = [a for a in areas if all(any(close(w, x) for x in own[a] - common) for w in asked)]
+    return fits[0] if len(fits) == 1 else None
 
 
 def read_filters(question: str, *, areas: Sequence[str] = ()) -> FilterSlots:
@@ -268,6 +325,9 @@ def read_filters(question: str, *, areas: Sequence[str] = ()) -> FilterSlots:
             op = ">=" if any(w in tail for w in ("higher", "more", "above", "better", "greater")) \
                 else "<=" if tail else ">="
         take(m, "rating", f"{op}{m.group(2)}")
+    if "rating" not in values:
+        for m in _BARE_RATING.finditer(question):
+            take(m, "rating", f"{_OPS[m.group(1).lower()]}{m.group(2)}", m.start(1), m.end())
     if _RATING_WORD.search(question):
         for m in _PLUS.finditer(question):
             if float(m.group(1)) <= 10 and not any(a <= m.start() < b for a, b in spans):
@@ -390,6 +450,14 @@ _COUNT = re.compile(rf"\b(?:top|first|best|leading|highest)[-\s]+({_CARD})\b"
                     rf"|\b({_CARD})\s+(?:\w+[-\s]){{0,2}}?(?:papers|ones|works|methods)\b", re.I)
 
 
+#: Two or more bare numbers joined by commas, "and", "&" or "vs": the previous answer's
+#: papers by number ("2, 5 and 6", "1 & 3", "3 vs 7"); not sizes, scores or years (a unit,
+#: a decimal point or a third digit next to them).
+_BARE_LIST = re.compile(r"(?<![\w.$€£#\[(-])\d{1,2}(?:\s*(?:,|and|&|vs\.?|or)\s*\d{1,2}){1,5}"
+                        r"(?![\w.%]|\s*(?:%|x\b|times|points?|pp|percent|[bBmMkK]\b|layers|"
+                        r"tokens|steps|epochs|GB|hours|minutes|seconds|ms|years))", re.I)
+
+
 def _number(word: str) -> int:
     word = word.lower()
     return int(word) if word.isdigit() else _CARDINAL.get(word, _ORDINAL.get(word, 0))
@@ -412,6 +480,12 @@ def positions(text: str, n_previous: int = 0) -> tuple[list[int], list[tuple[int
         found.append((m.start(), _ORDINAL[word.lower()]))
         spans.append(m.span())
     if n_previous:
+        for m in _BARE_LIST.finditer(text):  # "2, 5 and 6", "1 and 3 bibtex pls"
+            numbers = [int(x) for x in re.findall(r"\d{1,2}", m.group(0))]
+            if all(1 <= n <= n_previous for n in numbers) and \
+                    not any(a <= m.start() < b for a, b in spans):
+                found += [(m.start() + i, n) for i, n in enumerate(numbers)]
+                spans.append(m.span())
         for m in _LAST.finditer(text):
             many = _number(m.group(1)) if m.group(1) else 1
             for i, n in enumerate(range(max(1, n_previous - many + 1), n_previous + 1)):

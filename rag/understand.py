@@ -21,6 +21,7 @@ history (:class:`rag.history.Turn`) and the index's names (:class:`rag.retrieve.
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Sequence
 
 from rag import slots
@@ -47,9 +48,23 @@ def allowed_papers(context: TurnContext, found: TurnSlots) -> set[str]:
         allowed |= {"previous", "focus"}
         if found.positions or found.count is not None:
             allowed.add("positions")
-    if found.names or found.quoted or found.sides or context.has_previous:
+    if found.names or found.quoted or found.sides or context.has_previous and \
+            _describes(found.filters.query):
         allowed.add("named")  # by name, by title, or by description ("the protein one")
     return allowed
+
+
+#: Words (stemmed as BM25 sees them) that point at a paper without describing it: "cite that
+#: one" names no paper of the previous answer by description.
+_POINTING = frozenset("one ones cite bibtex bib entri it that this those these them pleas pl "
+                      "give me get need want can could you".split())
+
+
+def _describes(query: str) -> bool:
+    """True when ``query`` has words that could describe a paper ("the protein one")."""
+    from rag.lexical import query_terms
+
+    return slots.has_topic(" ".join(t for t in query_terms(query) if t not in _POINTING))
 
 
 def compatible(papers: str, op: str, context: TurnContext, found: TurnSlots | None = None
@@ -62,7 +77,17 @@ def compatible(papers: str, op: str, context: TurnContext, found: TurnSlots | No
         return False
     if papers == "catalog" and op in _ONE_PAPER_OPS:
         return False
+    if papers == "previous" and op in _SINGLE_OPS and found is not \
+            None and found.singular and not found.plural and context.n_previous > 1 and \
+            not _EVERY.search(found.filters.question):
+        return False  # "cite that one" is one paper, not all eight of the previous answer
     return True
+
+
+#: Operations a singular reference ("that one", "this paper") applies to one paper.
+#: ("which one of these ..." picks among the previous answer's papers: not this rule).
+_SINGLE_OPS = ("describe", "authors", "number", "cite", "similar")
+_EVERY = re.compile(r"\b(?:each|every|all|both|them|these|those|they|their)\b", re.I)
 
 
 def read_turn(text: str, context: TurnContext, reader: TurnReader, *, areas: Sequence[str],
@@ -111,8 +136,6 @@ def assemble(text: str, papers: str, op: str, aspect: str, found: TurnSlots,
             last = context.n_previous
             plan.positions = (list(range(max(1, last - n + 1), last + 1))
                               if slots.ascending(text) and last else list(range(1, n + 1)))
-    if op == "compare" and found.sides and papers == "search":
-        papers = plan.papers = "named"  # papers described one by one, each its own search
     if papers == "named":
         plan.names = list(dict.fromkeys([w for w, _, _ in found.names] + found.quoted)) or \
             [query]  # described, not named: "the one about medical segmentation"
@@ -144,9 +167,11 @@ def _shift(f: slots.FilterSlots, spans: list[tuple[int, int]]) -> list[tuple[int
 
 def context_from(history: Sequence[Turn]) -> TurnContext:
     """The reader's view of the last turn of ``history`` (empty when there is none)."""
+    from rag.history import last_with_papers
+
     if not history:
         return TurnContext()
-    last = history[-1]
+    last = last_with_papers(history)
     return TurnContext(last.kind or "lookup", len(last.numbered) or len(last.papers),
                        max(1, last.focus) if last.papers else 0)
 

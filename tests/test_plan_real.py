@@ -197,3 +197,41 @@ def test_a_survey_of_approaches_quotes_method_sentences(accepted_ask):
     assert len(items) >= 6
     assert all(role_score("approaches", s.quote, 0.5) >= 0.9 for s in items)
     assert any(s.kind == "heading" for s in ans.sentences)  # grouped into themes
+
+
+@pytest.mark.slow
+def test_a_named_paper_that_is_not_in_the_index_is_refused(accepted_ask):
+    """'Atari-57' names a real paper of the list, 'GlimmerPilot' none: the turn is about the
+    GlimmerPilot paper, which is not there, so nothing is answered from the Atari paper."""
+    papers = _accepted()
+    assert not any("glimmerpilot" in (p["title"] + p["abstract"]).lower() for p in papers)
+    assert any("Atari-57" in p["abstract"] for p in papers)
+    ans, _ = accepted_ask("What human-normalized score did the GlimmerPilot agent reach on "
+                          "Atari-57 in its ICLR 2026 paper?")
+    assert ans.refused and "GlimmerPilot" in ans.text
+
+
+@pytest.mark.slow
+def test_an_off_domain_count_question_is_refused(accepted_ask):
+    ans, _ = accepted_ask("When should I prune tomato plants, and how many suckers should I "
+                          "leave?")
+    assert ans.refused, ans.text[:300]
+
+
+def test_after_an_answer_with_no_papers_them_is_the_answer_before(ask):
+    """"compare them" after a filter that matched nothing compares the papers shown before."""
+    first, history = ask("Which papers study combinatorial optimization with learning?")
+    empty, history = ask("which of these were rejected?", history)
+    assert not empty.hits or all("reject" in h.paper.status.lower() for h in empty.hits)
+    assert not history[-1].papers  # the empty answer is the last turn
+    ans, _ = ask("compare the first two of them", history)
+    shown = [h.id for h in first.hits]
+    assert ans.kind == "compare" and [h.id for h in ans.hits[:2]] == shown[:2]
+
+
+def test_how_does_it_compare_to_a_named_paper_keeps_the_paper_under_discussion(ask):
+    first, history = ask("Which paper proposes StepORLM?")
+    assert first.hits[0].id == "ZrgxU8WMmG"
+    ans, _ = ask("how does it compare to the Never Saddle paper?", history)
+    assert ans.kind == "compare"
+    assert [h.id for h in ans.hits[:2]] == ["ZrgxU8WMmG", "YgudIlQ9nC"], ans.plan

@@ -27,6 +27,9 @@ from tests.conftest import SEED, SHARED_DATA
     ("BibTeX of the second one", 1, [2]),  # kept: the answer says [2] was not shown
     ("the first paper to propose RL for routing", 8, []), ("the first time that", 8, []),
     ("the last layer of the network", 8, []), ("compare the first two", 8, []),
+    ("compare the weather ones, i.e. 2, 5 and 6", 8, [2, 5, 6]), ("2 and 5 bibtex pls", 8, [2, 5]),
+    ("models with 7 and 13 billion parameters", 8, []), ("between 2 and 3x faster", 8, []),
+    ("2 and 9", 8, []),  # not both among the 8 shown: numbers of something else
 ])
 def test_positions(text, n_previous, expected):
     assert slots.positions(text, n_previous)[0] == expected
@@ -65,6 +68,18 @@ AREAS = ["learning theory", "causal reasoning", "optimization", "generative mode
     ("papers in optimisation rated 6+", ["primary_area=optimization", "rating>=6"]),
     ("a prover for gaps in learning-theory proof sketches", []),
     ("poster generation from papers", []), ("oral speech recognition", []),
+    ("how many 2018 papers got rejected", ["status=rejected", "year=2018"]),
+    ("Papers by Yoshua Bengio?", ["author=Yoshua Bengio"]),
+    ("any of these by Chelsea Finn?", ["author=Chelsea Finn"]),
+    ("sort the federated learning papers by rating pls", []),
+    ("rank the spotlight papers by reviewer score", ["status=spotlight"]),
+    ("list every spotlight in optimization", ["status=spotlight", "primary_area=optimization"]),
+    ("posters?", ["status=poster"]), ("count withdrawn", ["status=withdrawn"]),
+    ("which ones are above 6", ["rating>6"]), ("models with over 7 billion parameters", []),
+    ("the robotics area, orals only", ["status=oral",
+                                       "primary_area=applications to robotics, autonomy, planning"]),
+    ("list orals in the causal reasonning area", ["status=oral", "primary_area=causal reasoning"]),
+    ("the generative area", ["primary_area=generative models"]),
 ])
 def test_filters_said_in_new_ways(text, filters):
     got = slots.read_filters(text, areas=AREAS).filters
@@ -85,6 +100,18 @@ def test_name_index_finds_names_titles_and_not_plain_words():
     assert ni.find("AND, OR, NOT and XOR") == []              # capitalised words, not names
     found = ni.find("cite Learning to Route Delivery Fleets please")
     assert [ids for _, _, ids in found] == [["c"]]
+
+
+def test_a_rare_plain_title_head_names_its_paper_and_a_common_one_does_not():
+    papers = [Paper("p", "The Polar Express: Optimal Matrix Sign Methods", "Sign methods."),
+              Paper("z", "Zephyrus: An Agentic Framework for Weather Science", "Agents."),
+              Paper("g", "Graph Neural Networks: A Survey", "A survey of graph neural networks.")] + \
+        [Paper(f"x{i}", f"Filler {i}", "Graph neural networks on molecules.") for i in range(6)]
+    ni = NameIndex(papers)
+    assert [ids for _, _, ids in ni.find("what does the Polar Express paper do")] == [["p"]]
+    assert [ids for _, _, ids in ni.find("authors of the Zephyrus weather agent")] == [["z"]]
+    assert ni.find("a zephyrus of wind") == []          # one plain word must be written as a name
+    assert ni.find("papers on graph neural networks") == []   # in 7 papers: a topic
 
 
 # --- the plan --------------------------------------------------------------------------------
@@ -202,6 +229,32 @@ def test_the_labelled_turns_are_well_formed():
     assert json.loads(json.dumps(rows[0])) == rows[0]
 
 
+def test_that_one_after_several_papers_is_the_paper_under_discussion(reader, seed_names):
+    """A singular pointer ("cite that one") never selects all of the previous answer's
+    papers; a description ("the protein one") is still a paper named by description."""
+    from rag.understand import read_turn
+
+    areas, names = seed_names
+    ctx = TurnContext("survey", 8, 1)
+    plan = read_turn("cite that one", ctx, reader, areas=areas, names=names)
+    assert (plan.papers, plan.op) == ("focus", "cite")
+    plan = read_turn("bibtex for all of them", ctx, reader, areas=areas, names=names)
+    assert (plan.papers, plan.op) == ("previous", "cite")
+
+
+@pytest.mark.parametrize("query,subject,expected", [
+    ("which benchmarks do people use for evaluating code agents", "web agents",
+     "which benchmarks do people use for evaluating web agents"),
+    ("what limitations do papers on RLHF reward models admit", "preference models",
+     "what limitations do papers on RLHF preference models admit"),
+    ("Which papers study KV cache compression", "vision transformers", ""),  # "for ..." instead
+])
+def test_a_new_subject_replaces_the_phrase_with_its_head(query, subject, expected):
+    from rag.operations import _swap_subject
+
+    assert _swap_subject(query, subject) == expected
+
+
 def test_the_name_index_prefilter_skips_no_coined_word(seed_papers):
     """NameIndex tests each word with a C regex (a digit, or a capital after the first
     character) before the Python checks of a coined name: every word _coined accepts passes it,
@@ -226,5 +279,5 @@ def test_the_name_index_prefilter_skips_no_coined_word(seed_papers):
     with pytest.MonkeyPatch.context() as m:
         m.setattr(names, "_MAY_BE_COINED", re.compile(""))
         slow = names.NameIndex(papers)
-    for key in ("titles", "capitals", "words", "prefixes", "heads"):
+    for key in ("titles", "capitals", "words", "prefixes", "heads", "head_phrases"):
         assert getattr(fast, key) == getattr(slow, key), key
