@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from typing import Protocol, Sequence
 
-from rag.types import Chunk, chunk_id
+from rag.text import normalise
+from rag.types import Chunk, Paper, chunk_id, is_accepted, status_tier
 
 #: Titles longer than this many tokens are cut on chunks (rare; keeps room for the abstract).
 MAX_TITLE_TOKENS = 64
@@ -95,3 +96,40 @@ def chunk_paper(paper_id: str, title: str, abstract: str, tokenizer, *, max_toke
         while nxt > begin + 1 and not starts[nxt]:
             nxt -= 1
         begin = nxt
+
+
+def search_text(paper: Paper) -> tuple[str, str, str]:
+    """Normalised (title, abstract, BM25 text) of a paper: the BM25 text is the title, the
+    keywords and the abstract (:mod:`rag.text`)."""
+    title = normalise(paper.title)
+    abstract = normalise(paper.abstract)
+    keywords = "; ".join(normalise(k) for k in paper.keywords)
+    text = f"{title}. {keywords}. {abstract}" if keywords else f"{title}. {abstract}"
+    return title, abstract, text
+
+
+def chunk_metadata(paper: Paper, chunk: Chunk, n_chunks: int) -> dict:
+    """Chroma metadata of a chunk: ids and the filterable paper fields (no None values).
+
+    ``rating`` is the paper's mean reviewer rating (float, rounded to 2 decimals, the
+    conference's scale; :attr:`rag.types.Paper.rating`) and is absent when the paper is unrated,
+    since Chroma metadata cannot hold None; ``n_ratings`` is the number of reviews (0 when
+    unrated). ``year`` is -1 when unknown."""
+    meta = {"paper_id": paper.id, "n": chunk.n, "n_chunks": n_chunks, "title": paper.title,
+            "status": paper.status, "tier": status_tier(paper.status),
+            "accepted": is_accepted(paper.status), "primary_area": paper.primary_area,
+            "venue": paper.venue, "year": paper.year if paper.year is not None else -1,
+            "n_ratings": len(paper.ratings)}
+    rating = paper.rating
+    if rating is not None:
+        meta["rating"] = float(rating["mean"])
+    return meta
+
+
+def paper_chunks(paper: Paper, tokenizer: Tokenizer, *, max_tokens: int = 256,
+                 overlap: int = 48, normalised: tuple[str, str] | None = None) -> list[Chunk]:
+    """The chunks of ``paper`` as a build embeds them (:func:`chunk_paper` of its normalised
+    title and abstract; ``normalised`` gives them when already at hand)."""
+    title, abstract = normalised or search_text(paper)[:2]
+    return chunk_paper(paper.id, title, abstract, tokenizer, max_tokens=max_tokens,
+                       overlap=overlap)

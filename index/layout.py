@@ -586,15 +586,15 @@ def ensure_layout(settings: Settings, name: str, *, log: Log = _stderr) -> Layou
     names (its ``catalog_fingerprint``), else computed now and saved (an index built before maps
     existed, or with ``map_layout`` off, gets one on first use: about a minute at 20,000 papers).
 
-    While a build is writing the index (its catalog differs from the manifest), the layout of the
-    catalog as it is is returned without being saved.
+    While a build is writing the index (its catalog differs from the manifest, or its dense fill
+    is not done), the layout of the papers embedded so far is returned without being saved.
 
     Raises:
         IndexNotFoundError: no such index.
     """
     from index import manifest
     from index.catalog import catalog_fingerprint
-    from index.reader import index_exists, open_catalog, open_store
+    from index.reader import index_exists, open_catalog, open_chunks
     from rag.errors import IndexNotFoundError
 
     index_dir = settings.index_dir(name)
@@ -604,14 +604,16 @@ def ensure_layout(settings: Settings, name: str, *, log: Log = _stderr) -> Layou
     catalog = open_catalog(index_dir)
     hashes = catalog.hashes()
     now = catalog_fingerprint(hashes)
-    wanted = (manifest.read(index_dir) or {}).get("catalog_fingerprint") or now
+    recorded = manifest.read(index_dir) or {}
+    wanted = recorded.get("catalog_fingerprint") or now
     saved = load_layout(index_dir)
     if saved is not None and saved.fingerprint in (wanted, now):
         return saved  # (== now: written by a build that has not yet written its manifest)
-    store = open_store(index_dir, settings, name, create=False)
-    if now == wanted:
+    papers = {p.id: p for p, _ in catalog.papers()}
+    # while the dense fill runs: the papers embedded so far, from its batches (index.dense)
+    store = open_chunks(index_dir, settings, name, catalog, papers, recorded)
+    if now == wanted and not getattr(store, "building", False):
         return refresh_layout(index_dir, store, catalog, now, log=log)
     log("map layout: the index is being written; this map of it as it is now is not saved")
-    return compute_layout(store, {p.id: p for p, _ in catalog.papers()}, catalog.chunk_counts(),
-                          log=log, fingerprint=now,
+    return compute_layout(store, papers, catalog.chunk_counts(), log=log, fingerprint=now,
                           text_hashes={pid: h.split(":")[0] for pid, h in hashes.items()})

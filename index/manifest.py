@@ -7,6 +7,12 @@ chunking parameters and the normaliser version, plus counts and the build time. 
 keys are stored in the Chroma collection's metadata. Vectors from another model are not
 comparable, so a mismatch raises :class:`IndexMismatchError` telling the user to rebuild.
 
+A build writes the manifest three times: at its start (the build keys), once the catalog and BM25
+hold every paper (``catalog_fingerprint``, counts and ``dense``: ``{"complete": false, "papers",
+"embedded", "started_at"}``: the index answers from then on, :mod:`index.dense`), and last, when
+every paper is embedded and the paper vectors and the map are written (``dense.complete`` true).
+A manifest without ``dense`` (an index from before the dense fill) is complete.
+
 Querying needs only the :data:`QUERY_KEYS` to match (chunking shapes the stored vectors, not the
 query's), and both querying and updating an index use the variant it was built with
 (:func:`variant_of`), so an index built on a VNNI machine is usable on an AVX2 one.
@@ -69,6 +75,14 @@ def embedder_for(recorded: dict[str, Any], settings: Settings, embedder: Embedde
             and recorded.get("embed_backend") == settings.embed_backend):
         return embedder.with_variant(variant)
     return embedder
+
+
+def dense_complete(recorded: dict[str, Any] | None) -> bool:
+    """True when manifest ``recorded`` says every paper's chunks are embedded and stored (no
+    ``dense`` part: an index written before the dense fill, complete when it has a manifest)."""
+    if not recorded:
+        return False
+    return bool((recorded.get("dense") or {}).get("complete", True))
 
 
 def read(index_dir: Path) -> dict[str, Any] | None:

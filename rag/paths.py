@@ -6,6 +6,8 @@ An index directory (``Settings.index_dir(name)``, ``$PAPERCHAT_HOME/indexes/<nam
   where the chunks live in collection ``paperchat-<name>`` on the server);
 - ``papers.sqlite``: the paper catalog (:mod:`index.catalog`);
 - ``bm25/``: the BM25 index (:mod:`rag.lexical`);
+- ``dense/``: the chunk vectors, one file per batch the dense fill committed
+  (:mod:`index.dense`), what a reader searches while the index is still being embedded;
 - ``layout.npz``: the 2-D map (:mod:`index.layout`);
 - ``paper_vectors.npz``: one vector per paper (:mod:`index.vectors`);
 - ``manifest.json``: how the index was built (:mod:`index.manifest`), written last;
@@ -20,6 +22,7 @@ from pathlib import Path
 CHROMA_DIR = "chroma"
 CATALOG_FILE = "papers.sqlite"
 BM25_DIR = "bm25"
+DENSE_DIR = "dense"
 LAYOUT_FILE = "layout.npz"
 VECTORS_FILE = "paper_vectors.npz"
 MANIFEST_FILE = "manifest.json"
@@ -52,6 +55,7 @@ class IndexPaths:
     chroma = _under_root(CHROMA_DIR, "the embedded Chroma store")
     catalog = _under_root(CATALOG_FILE, "the paper catalog")
     bm25 = _under_root(BM25_DIR, "the BM25 index")
+    dense = _under_root(DENSE_DIR, "the chunk vectors, one file per committed batch")
     layout = _under_root(LAYOUT_FILE, "the 2-D map")
     vectors = _under_root(VECTORS_FILE, "one vector per paper")
     manifest = _under_root(MANIFEST_FILE, "how the index was built")

@@ -169,10 +169,12 @@ class Pipeline:
 
         The stat key is the manifest's ``(mtime_ns, size, inode)``: every manifest write replaces
         the file, so any build changes it. The stamp is ``(catalog_fingerprint, inode of
-        papers.sqlite)``: the fingerprint changes when a build added, changed or removed a paper
-        (:func:`index.catalog.catalog_fingerprint`), the inode when the index was deleted and built
-        again (``--rebuild``). A manifest without a fingerprint is a build in progress (the first
-        build writes its fingerprint last) and gives stamp None.
+        papers.sqlite, dense fill complete)``: the fingerprint changes when a build added, changed
+        or removed a paper (:func:`index.catalog.catalog_fingerprint`), the inode when the index
+        was deleted and built again (``--rebuild``), the last part when a build's catalog and BM25
+        are written (its dense fill begins: the index answers, :mod:`index.dense`) and when its
+        fill is done. A manifest without a fingerprint is a build that has not written its
+        catalog yet and gives stamp None.
         """
         path = self._manifest_path()
         try:
@@ -183,7 +185,9 @@ class Pipeline:
             catalog = os.stat(IndexPaths(path.parent).catalog).st_ino
         except (OSError, ValueError):
             return None, None
-        return key, ((fingerprint, catalog) if fingerprint else None)
+        if not fingerprint:
+            return key, None
+        return key, (fingerprint, catalog, manifest.dense_complete(data))
 
     def current_retriever(self):
         """The retriever for the next question: the open one, or a new one when the index was
@@ -197,10 +201,13 @@ class Pipeline:
         catalog fingerprint or the catalog file differ from those the open retriever was read
         from (see :meth:`_watch`); an unchanged re-index reopens nothing.
 
-        A build writes the manifest first with the old fingerprint and last with the new one,
-        after the catalog, the Chroma chunks and BM25 (:func:`index.build.build_index`), so a
-        half-written index is never opened: the old retriever keeps answering until the build
-        ends. Reopening (catalog, BM25, a fresh Chroma client) happens once, under a lock, in
+        A build writes the manifest first with the old fingerprint, then with the new one once
+        the catalog and BM25 hold every paper (its dense fill begins), and last when the fill is
+        done (:func:`index.build.build_index`), so a half-written catalog is never opened: the
+        old retriever keeps answering until the new catalog is whole. Then a
+        :class:`rag.retrieve.PartialRetriever` answers, which picks up the batches of vectors the
+        fill commits by itself, without a reopen; the last manifest reopens the index once more,
+        on Chroma. Reopening (catalog, BM25, a fresh Chroma client) happens once, under a lock, in
         the question that noticed the change: 32 ms at 3 papers in ``paperchat serve``, about
         0.2-0.35 s at 5,358 papers (fake 64-d vectors) including the first search. The new
         retriever is swapped in whole, so a question already searching finishes on the old one,
@@ -235,7 +242,9 @@ class Pipeline:
             return old
         name = getattr(old, "name", None) or self.settings.index
         try:
-            if not self.settings.chroma_url:
+            # an index still being embedded is read from its batch files, not from Chroma
+            # (index.dense): its Chroma client is renewed when the fill is done
+            if not self.settings.chroma_url and stamp[2]:
                 self._dropped += _forget_embedded_chroma(
                     IndexPaths(self.settings.index_dir(name)).chroma)
             t0 = time.perf_counter()

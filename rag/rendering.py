@@ -35,7 +35,8 @@ def answer_json(ans: Answer, filters=None) -> dict:
     :class:`rag.filters.Filters` applied (listed as ``filters_applied`` when the answer lists
     none). Each hit's ``rating`` is None or ``{"mean": float, "n": int, "min": float, "max":
     float}`` (:attr:`rag.types.Paper.rating`); ``comparison`` is None or ``{"columns": [paper
-    id], "rows": [[str]]}``."""
+    id], "rows": [[str]]}``; ``dense_coverage`` (the share of papers embedded, in [0, 1]) is
+    there only while the index is still being embedded."""
     return {
         "question": ans.question,
         "standalone_question": ans.standalone_question,
@@ -63,6 +64,9 @@ def answer_json(ans: Answer, filters=None) -> dict:
                             else filters.as_strings() if filters else []),
         "model": ans.model,
         "plan": dict(ans.plan),
+        # only while the index is still being embedded (the contract in ARCHITECTURE.md)
+        **({"dense_coverage": round(float(ans.dense_coverage), 4)}
+           if ans.dense_coverage is not None else {}),
     }
 
 

@@ -24,7 +24,7 @@ import numpy as np
 
 from index import manifest
 from index.catalog import Catalog
-from index.reader import index_exists, lexical_from_catalog, open_catalog, open_store
+from index.reader import index_exists, lexical_from_catalog, open_catalog, open_chunks
 from rag.errors import IndexNotFoundError
 from rag.filters import Filters
 from rag.grounding import embed_cached
@@ -203,14 +203,22 @@ class Retriever:
         manifest.check(recorded, manifest.build_keys(settings, embedder.dim,
                                                      getattr(embedder, "variant", None)),
                        name, keys=manifest.QUERY_KEYS)
-        store = open_store(index_dir, settings, name, create=False)
         catalog = open_catalog(index_dir)
         lexical = _open_lexical(IndexPaths(index_dir).bm25, catalog)
         papers = {p.id: p for p, _ in catalog.papers()}
+        store = open_chunks(index_dir, settings, name, catalog, papers, recorded)
+        if getattr(store, "building", False):  # still being embedded: see PartialRetriever
+            return PartialRetriever(store, lexical, papers, embedder, settings, name,
+                                    catalog.chunk_counts(), recorded=recorded)
         return cls(store, lexical, papers, embedder, settings, name, catalog.chunk_counts())
 
     def __len__(self) -> int:
         return len(self.papers)
+
+    def coverage(self):
+        """How far the index's dense fill is (:class:`index.dense.DenseProgress`), or None when
+        every paper is embedded (:class:`PartialRetriever` is the other case)."""
+        return None
 
     # -- channels ------------------------------------------------------------------------------------
     def _allowed(self, filters: Filters | None) -> set[str] | None:
@@ -282,7 +290,7 @@ class Retriever:
 
     def name_index(self) -> NameIndex:
         """The :class:`rag.names.NameIndex` of the indexed papers (built on first use, about
-        1 s per 10,000 papers)."""
+        2 s per 10,000 papers)."""
         if getattr(self, "_name_index", None) is None:
             self._name_index = NameIndex(self.papers.values())
         return self._name_index
@@ -600,3 +608,104 @@ class Retriever:
             best = sorted(range(len(ss)), key=lambda j: score[j], reverse=True)[:n]
             hit.evidence = [ss[best[0]]] + [ss[j] for j in sorted(best[1:])]
             i += len(ss)
+
+
+# --- an index still being embedded (rag.coverage) -------------------------------------------------
+class _QueryRanking(Ranking):
+    """A dense :class:`Ranking` that knows its query vector (shape (dim,)), for the papers
+    :class:`PartialRetriever` scores on demand."""
+
+    query: np.ndarray | None = None
+
+
+class PartialRetriever(Retriever):
+    """A :class:`Retriever` over an index whose dense fill has not finished
+    (:meth:`Retriever.open` returns one): its ``store`` is the :class:`index.dense.DenseView`
+    of the committed batches, which loads new ones as they come, so an open retriever (a running
+    app) searches the vectors the build adds without reopening. Fusion and the dense scores are
+    those of :mod:`rag.coverage`: the best BM25 papers without vectors are embedded on demand,
+    and a paper whose cosine is unknown is fused on its BM25 evidence alone, never as the least
+    similar paper; everything else is the whole index's search."""
+
+    def __init__(self, *args, recorded: dict | None = None, **kwargs):
+        from index.reader import paper_chunks
+        from rag.coverage import OnDemand
+
+        super().__init__(*args, **kwargs)
+        recorded = recorded or {}
+        chunking = (int(recorded.get("chunk_tokens", self.settings.chunk_tokens)),
+                    int(recorded.get("chunk_overlap", self.settings.chunk_overlap)))
+        self.ondemand = OnDemand(self.store, self.embedder, self.papers, chunking, paper_chunks)
+        self.store.compute_missing = self.ondemand.vectors  # a hit's cosine, embedded or not
+        self._live_vectors: tuple | None = None
+
+    def coverage(self):
+        return self.store.progress()
+
+    def dense(self, query_vec: np.ndarray, filters: Filters | None = None,
+              allowed: set[str] | None = None, n_chunks: int | None = None) -> Ranking:
+        """:meth:`Retriever.dense` over the embedded papers, remembering ``query_vec``."""
+        found = super().dense(query_vec, filters, allowed, n_chunks)
+        out = _QueryRanking(found.ids, found.scores)
+        out.query = np.asarray(query_vec, dtype=np.float32)
+        return out
+
+    def _score_ondemand(self, ranking: Ranking, full: np.ndarray) -> set[str]:
+        """Merge into ``ranking`` (in place, a :class:`_QueryRanking`) the cosines of the best
+        BM25 papers without vectors (:func:`rag.coverage.score_unembedded`, embedded on demand
+        and remembered, so a second ranking of the same search reuses them); returns the ids of
+        the papers whose cosine is known (embedded, or scored here)."""
+        from rag.coverage import merge_scores, score_unembedded
+
+        embedded = self.store.embedded_ids()
+        known = set(embedded)
+        query = getattr(ranking, "query", None)
+        if query is not None:
+            todo = score_unembedded(full, self.lexical.ids, embedded)
+            cosines = {pid: float((v @ query).max())
+                       for pid, v in self.ondemand.vectors(todo).items() if len(v)}
+            known.update(cosines)
+            ranking.ids, ranking.scores = merge_scores(ranking.ids, ranking.scores, cosines)
+        return known
+
+    def _fuse(self, dense: Ranking, lexical: Ranking, full: np.ndarray) -> dict[str, float]:
+        """The whole index's fusion after the best BM25 papers without vectors got their cosine
+        (merged into ``dense`` in place, so :attr:`Retrieval.dense` has them too: refusal reads
+        its best cosine there), then every paper whose cosine is still unknown fused on BM25
+        alone (:func:`rag.coverage.fuse_unscored`)."""
+        from rag.coverage import fuse_unscored
+
+        known = self._score_ondemand(dense, full)
+        fused = super()._fuse(dense, lexical, full)
+        row = self.lexical.row
+        return fuse_unscored(fused, lexical.scores,
+                             lambda pid: float(full[row[pid]]) if pid in row else 0.0,
+                             self.settings.lexical_weight, known)
+
+    def channels(self, question: str, qvec: np.ndarray, dense: Ranking, prf: Ranking,
+                 lexical: Ranking, full: np.ndarray, allowed: set[str] | None = None,
+                 needs: set[str] | frozenset = frozenset()):
+        """The learned fusion's inputs (:meth:`Retriever.channels`) after the papers scored on
+        demand got their cosines in the question's and the feedback query's rankings, with
+        every paper whose cosine is still unknown given its BM25 evidence in the vector
+        channels (:func:`rag.coverage.impute_unscored`), so it is not ranked down."""
+        from rag.coverage import impute_unscored
+
+        known = self._score_ondemand(dense, full)
+        if prf is not dense:
+            known |= self._score_ondemand(prf, full)
+        ch = super().channels(question, qvec, dense, prf, lexical, full, allowed, needs)
+        return impute_unscored(ch, known)
+
+    def paper_vectors(self):
+        """The paper vectors of the papers embedded so far and of those scored on demand
+        (never saved: :func:`index.reader.open_paper_vectors`), recomputed when the view
+        changed."""
+        from index.reader import open_paper_vectors
+
+        key = self.store.version()
+        if self._live_vectors is None or self._live_vectors[0] != key:
+            index_dir = self.settings.index_dir(self.name)
+            pv = open_paper_vectors(index_dir, self.store, open_catalog(index_dir), None)
+            self._live_vectors = (key, pv)
+        return self._live_vectors[1]

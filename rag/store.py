@@ -40,7 +40,7 @@ import numpy as np
 from rag import offline
 from rag.errors import BackendUnavailableError, IndexNotFoundError
 from rag.paths import EMBEDDED_COLLECTION as COLLECTION
-from rag.types import chunk_id, paper_of
+from rag.types import chunk_id, chunk_number, paper_of
 
 log = logging.getLogger(__name__)
 
@@ -344,18 +344,22 @@ class ChromaStore:
 
     def paper_vectors(self, paper_ids: Sequence[str], n_chunks: Mapping[str, int]
                       ) -> dict[str, np.ndarray]:
-        """Stored chunk vectors of each given paper: shape (n_chunks, dim) float32 (papers without
-        chunks are absent). ``n_chunks`` (paper id -> chunk count, from the catalog) names the
-        chunk ids, so they are fetched by id: about 2x faster than a ``paper_id`` filter."""
+        """Stored chunk vectors of each given paper: shape (n_chunks, dim) float32, rows in chunk
+        order (papers without chunks are absent). ``n_chunks`` (paper id -> chunk count, from the
+        catalog) names the chunk ids, so they are fetched by id: about 2x faster than a
+        ``paper_id`` filter."""
         ids = [chunk_id(pid, i) for pid in paper_ids for i in range(n_chunks.get(pid, 0))]
         if not ids:
             return {}
         with self._guarded():
             got = self._col.get(ids=ids, include=["embeddings"])
-        rows: dict[str, list[np.ndarray]] = {}
+        rows: dict[str, list[tuple[int, np.ndarray]]] = {}
         for cid, emb in zip(got["ids"], got["embeddings"]):
-            rows.setdefault(paper_of(cid), []).append(np.asarray(emb, dtype=np.float32))
-        return {pid: np.stack(v) for pid, v in rows.items()}
+            rows.setdefault(paper_of(cid), []).append((chunk_number(cid),
+                                                       np.asarray(emb, dtype=np.float32)))
+        # in chunk order, as index.dense.DenseView gives them: means agree to the bit
+        return {pid: np.stack([e for _, e in sorted(v, key=lambda x: x[0])])
+                for pid, v in rows.items()}
 
     def best_similarity(self, embedding: np.ndarray, paper_ids: Sequence[str],
                         n_chunks: Mapping[str, int]) -> dict[str, float]:

@@ -238,3 +238,8 @@ class Answer:
     filters_applied: list[str] = field(default_factory=list)
     #: The turn's plan (:meth:`rag.plan.Plan.to_json`): which papers, then what was done.
     plan: dict = field(default_factory=dict)
+    #: Share of the index's papers with dense vectors, in [0, 1], while the index is still being
+    #: embedded (:mod:`rag.coverage`); None for a whole index. ``coverage`` is its line
+    #: ("dense 41% · about 9 min left").
+    dense_coverage: float | None = None
+    coverage: str = ""

@@ -366,6 +366,8 @@ def test_stray_chunks_without_catalog_row_are_replaced(settings, fake_embedder, 
 
 def test_bm25_is_rebuilt_after_a_build_interrupted_at_the_end(settings, fake_embedder, seed,
                                                             monkeypatch):
+    """Interrupted while saving BM25, the end of phase 1: the catalog has the new papers, BM25
+    and the dense fill do not."""
     build(seed[:17], settings, fake_embedder)
 
     def interrupted(self, directory):
@@ -376,8 +378,9 @@ def test_bm25_is_rebuilt_after_a_build_interrupted_at_the_end(settings, fake_emb
         with pytest.raises(KeyboardInterrupt):
             build(seed, settings, fake_embedder)
     assert len(bm25_ids(settings)) == 17 and catalog_of(settings).count() == 19
+    assert len(catalog_of(settings).embedded()) == 17
     summary = build(seed, settings, fake_embedder)
-    assert summary.embedded == 0
+    assert (summary.embedded, summary.unchanged) == (2, 17)  # the fill had not begun
     assert_index_exact(settings, seed, fake_embedder)
 
 
@@ -396,15 +399,15 @@ class SlowFake(FakeEmbedder):
         time.sleep(0.3)  # room to interrupt part-way, even when the test process is slow
         return super().embed(texts)
 
-if mode == "stray":  # park before the second step's catalog rows: its chunks are in Chroma
-    put, calls = index.catalog.Catalog.put, []
-    def parked_put(self, rows):
+if mode == "stray":  # park before the second step's dense rows: its chunks are in Chroma
+    commit, calls = index.catalog.Catalog.commit_dense, []
+    def parked_commit(self, *args):
         calls.append(1)
         if len(calls) == 2:
             open(marker, "w").close()
             time.sleep(120)
-        put(self, rows)
-    index.catalog.Catalog.put = parked_put
+        commit(self, *args)
+    index.catalog.Catalog.commit_dense = parked_commit
 
 settings = Settings(home=home, embedder="fake-bow", embed_backend="torch")
 build_index(source, settings=settings, embedder=SlowFake(), progress=False, log=lambda m: None)
@@ -426,17 +429,22 @@ def interrupted_source(tmp_path):
     return src
 
 
-def catalog_rows(db: Path) -> int:
+def catalog_rows(db: Path, table: str = "papers") -> int:
     if not db.exists():
         return 0
     try:
         con = sqlite3.connect(db, timeout=1)
         try:
-            return int(con.execute("SELECT COUNT(*) FROM papers").fetchone()[0])
+            return int(con.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0])
         finally:
             con.close()
     except sqlite3.Error:  # table not created yet
         return 0
+
+
+def dense_rows(db: Path) -> int:
+    """Papers the dense fill has committed (their ``dense`` rows)."""
+    return catalog_rows(db, "dense")
 
 
 def start_build(tmp_path, settings, source, mode="plain") -> subprocess.Popen:
@@ -460,6 +468,8 @@ def wait_for(predicate, proc, timeout=90.0):
 
 
 def resume_and_check(settings, source, rows_at_kill):
+    """Resume a build killed with ``rows_at_kill`` papers embedded (dense rows): the rest is
+    embedded, nothing twice, and every chunk is stored once and findable."""
     papers = load_papers(source).papers
     assert len(papers) == N_INTERRUPTED
     embedder = FakeEmbedder()
@@ -481,13 +491,14 @@ def resume_and_check(settings, source, rows_at_kill):
 def test_build_killed_with_sigkill_resumes_exactly(tmp_path, settings, interrupted_source):
     db = settings.index_dir("default") / "papers.sqlite"
     proc = start_build(tmp_path, settings, interrupted_source)
-    wait_for(lambda: catalog_rows(db) >= PAPERS_PER_STEP, proc)
+    wait_for(lambda: dense_rows(db) >= PAPERS_PER_STEP, proc)
     # a second build of the same index while this one runs is refused
     with pytest.raises(IndexLockedError):
         build_index(interrupted_source, settings=settings, embedder=FakeEmbedder(), **QUIET)
     proc.send_signal(signal.SIGKILL)
     assert proc.wait(30) == -signal.SIGKILL
-    rows = catalog_rows(db)
+    assert catalog_rows(db) == N_INTERRUPTED  # phase 1 wrote every paper's row first
+    rows = dense_rows(db)
     assert PAPERS_PER_STEP <= rows < N_INTERRUPTED, "the kill should land part-way"
     resume_and_check(settings, interrupted_source, rows)
 
@@ -500,7 +511,7 @@ def test_build_killed_between_chunks_and_catalog_rows_resumes_exactly(tmp_path, 
     wait_for(lambda: (tmp_path / "parked").exists(), proc)
     proc.send_signal(signal.SIGKILL)
     proc.wait(30)
-    rows = catalog_rows(db)
+    rows = dense_rows(db)
     assert rows == PAPERS_PER_STEP
     chroma = store_of(settings).count()
     assert chroma > Catalog(db).total_chunks(), "step 2's chunks should be in Chroma, rowless"
@@ -515,14 +526,14 @@ def test_build_interrupted_with_ctrl_c_resumes_exactly(tmp_path, settings, inter
         # "Exception ignored in ...": the build then runs to the end. Seen once in a loaded full
         # run; that case is retried from an empty index, any other outcome is checked below.
         proc = start_build(tmp_path, settings, interrupted_source)
-        wait_for(lambda: catalog_rows(db) >= PAPERS_PER_STEP, proc)
+        wait_for(lambda: dense_rows(db) >= PAPERS_PER_STEP, proc)
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=60)
         if not (proc.returncode == 0 and "finished" in out and "Exception ignored" in err):
             break
         shutil.rmtree(settings.index_dir("default"))
     assert proc.returncode != 0 and "KeyboardInterrupt" in err, err[-2000:]
-    rows = catalog_rows(db)
+    rows = dense_rows(db)
     assert PAPERS_PER_STEP <= rows < N_INTERRUPTED
     resume_and_check(settings, interrupted_source, rows)
 

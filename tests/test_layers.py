@@ -18,7 +18,7 @@ BASICS = ("rag.types", "rag.text", "rag.paths", "rag.errors", "rag.cpu", "rag.pl
 QUERY_SIDE = ("rag.retrieve", "rag.answer", "rag.history", "rag.refusal", "rag.grounding",
               "rag.compare", "rag.compose", "rag.filters", "rag.facets", "rag.slots",
               "rag.names", "rag.turn_reader", "rag.understand", "rag.operations", "rag.aspects",
-              "rag.roles",
+              "rag.roles", "rag.coverage",
               "rag.evaluate", "rag.evaluate_answers", "rag.evaluate_checks", "rag.rendering",
               "rag.export", "rag.mapfigure", "rag.fusion", "rag.evaluate_tldr")
 #: What the write side must never import.

@@ -108,25 +108,42 @@ def test_an_unchanged_reindex_keeps_the_open_retriever(one_paper, settings, fake
     assert pipe.current_retriever() is old and pipe.reloads == 0
 
 
-def test_a_build_in_progress_is_not_opened(one_paper, settings, fake_embedder, seed_papers,
-                                           monkeypatch):
-    """Between the build's first manifest write (old fingerprint) and its last one, the chunks
-    and catalog rows of new papers exist but BM25 does not have them: not opened."""
+def test_a_build_is_opened_once_its_catalog_is_whole_and_again_when_embedded(
+        one_paper, settings, fake_embedder, seed_papers, monkeypatch):
+    """Before the build's catalog and BM25 hold every paper (its first manifest has the old
+    fingerprint) the open retriever stays; once they do, the next question opens the index as it
+    is being embedded (a PartialRetriever, every paper in BM25); when the fill is done, the
+    whole index again."""
     import index.build as build_mod
+    from rag.retrieve import PartialRetriever
 
     pipe = one_paper
     old = pipe.current_retriever()
-    seen_mid_build = []
-    real_embed = build_mod._embed_papers
+    seen: dict[str, object] = {}
+    real_lexical, real_embed = build_mod.lexical_from_catalog, build_mod._embed_papers
 
-    def embed_then_ask(*args, **kwargs):
-        real_embed(*args, **kwargs)  # chunks in Chroma, rows in the catalog; BM25 and manifest next
-        seen_mid_build.append(pipe.current_retriever())
+    def lexical_then_ask(catalog):  # the catalog has the new rows, BM25 is next
+        seen["catalog"] = pipe.current_retriever()
+        return real_lexical(catalog)
 
-    monkeypatch.setattr(build_mod, "_embed_papers", embed_then_ask)
+    def ask_then_embed(*args, **kwargs):  # phase 1 done, nothing embedded yet
+        retriever = seen["answering"] = pipe.current_retriever()
+        seen["coverage"] = retriever.coverage()
+        seen["hits"] = [h.id for h in retriever.search(FAKE_CVRP_QUESTION, k=3).hits]
+        real_embed(*args, **kwargs)
+
+    monkeypatch.setattr(build_mod, "lexical_from_catalog", lexical_then_ask)
+    monkeypatch.setattr(build_mod, "_embed_papers", ask_then_embed)
     build(settings, fake_embedder, seed_papers[:3])
-    assert seen_mid_build == [old]
-    assert len(pipe.current_retriever()) == 3 and pipe.reloads == 1  # once the build ended
+    assert seen["catalog"] is old
+    partial = seen["answering"]
+    assert isinstance(partial, PartialRetriever) and len(partial) == 3
+    assert (seen["coverage"].papers, seen["coverage"].embedded) == (3, 1)  # the build before's
+    assert seen["hits"][0] == CVRP  # not embedded yet: found by BM25, scored on demand
+    assert partial.coverage().embedded == 3  # the open one saw the fill's batches
+    whole = pipe.current_retriever()
+    assert not isinstance(whole, PartialRetriever) and len(whole) == 3 and pipe.reloads == 2
+    assert whole.coverage() is None
 
 
 def test_a_manifest_without_fingerprint_is_a_build_in_progress(one_paper, settings):

@@ -253,3 +253,31 @@ def test_a_new_subject_replaces_the_phrase_with_its_head(query, subject, expecte
     from rag.operations import _swap_subject
 
     assert _swap_subject(query, subject) == expected
+
+
+def test_the_name_index_prefilter_skips_no_coined_word(seed_papers):
+    """NameIndex tests each word with a C regex (a digit, or a capital after the first
+    character) before the Python checks of a coined name: every word _coined accepts passes it,
+    in the seed list and in the accepted ICLR 2026 list when present (shared data), and the
+    index is the same as without the prefilter. A narrower prefilter (no digits) would skip
+    some of those words, so the check can tell."""
+    import re
+
+    import rag.names as names
+    from index.sources import load_papers
+
+    papers = list(seed_papers)
+    accepted = SHARED_DATA / "iclr2026_accepted.jsonl"
+    if accepted.exists():
+        papers += load_papers(accepted).papers
+    words = {w for p in papers for w in names.WORD.findall(f"{p.title} {p.abstract}")}
+    coined = {w for w in words if names._coined(w)}
+    assert {"StepORLM", "RFTHGS"} <= coined
+    assert not [w for w in coined if not names._MAY_BE_COINED.search(w)]
+    assert [w for w in coined if not re.search(".[A-Z]", w)]  # llama3, Qwen2 ...
+    fast = names.NameIndex(papers)
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(names, "_MAY_BE_COINED", re.compile(""))
+        slow = names.NameIndex(papers)
+    for key in ("titles", "capitals", "words", "prefixes", "heads", "head_phrases"):
+        assert getattr(fast, key) == getattr(slow, key), key

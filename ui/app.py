@@ -658,9 +658,14 @@ def build_app(pipeline) -> gr.Blocks:
         last_plan = gr.State(None)  # the last question's plan when the app made it (JSON)
 
         from rag.answer import resolve_mode
+        from rag.coverage import HEADER_EVERY_S, progress_of
 
         auto_mode = resolve_mode("auto", generator, settings)
-        gr.HTML(render.header_html(retriever.name, len(retriever), generator.name, auto_mode),
+        def header() -> str:  # and, while the index is being embedded, how far (every 5 s)
+            return (render.header_html(retriever.name, len(retriever), generator.name, auto_mode)
+                    + render.coverage_html(progress_of(app.pipeline.current_retriever())))
+
+        gr.HTML(header, every=HEADER_EVERY_S if progress_of(retriever) else None,
                 elem_id="pc-header")
         with gr.Row(equal_height=False, elem_id="pc-main"):
             with gr.Column(scale=3, min_width=420, elem_id="pc-chat-col"):

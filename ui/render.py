@@ -388,6 +388,17 @@ def header_html(index: str, n_papers: int, model: str, auto_mode: str = "") -> s
             f'model <b>{esc(model)}</b>{mode} · runs locally</span></div>')
 
 
+def coverage_html(progress) -> str:
+    """Below the header line, while the index is still being embedded: ``dense 41% · about 9 min
+    left (papers not embedded yet are found by their words)`` (:func:`rag.coverage.coverage_line`
+    of an :class:`index.dense.DenseProgress`); ``""`` for a whole index (``progress`` None)."""
+    from rag.coverage import coverage_line
+
+    line = coverage_line(progress)
+    return (f'<div class="pc-info pc-coverage" role="status">index still being embedded: '
+            f'{esc(line)}</div>' if line else "")
+
+
 # --- the plan line ---------------------------------------------------------------------------
 #: What the plan line says before its parts: a sure reading, and one the answer states as unsure
 #: (:attr:`rag.plan.Plan.unsure`).
