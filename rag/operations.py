@@ -213,7 +213,7 @@ def select(plan: Plan, history: Sequence[Turn], retriever: Retriever, settings: 
     if source == "search" and not has_topic(plan.query) and plan.op in (
             "count", "list", "sort", "extreme"):
         source = "catalog"  # "How many oral papers are there?": nothing left to search
-    if not any(ch.isalnum() for ch in plan.said) and not used:
+    if plan.said and not any(ch.isalnum() for ch in plan.said) and not used:
         # "🚀🔥🤖🎉": no word to search or to read a list operation from: refused, not guessed
         sel = Selection([], refused=True, standalone=plan.said, notes=notes)
     elif plan.notes and not has_topic(plan.query) and not used:
