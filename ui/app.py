@@ -509,15 +509,30 @@ class ChatApp:
         Raises:
             gr.Error: not a paper of the index open now (a stale map or a forged click).
         """
+        paper = self._clicked_paper(paper_id, "open the Map tab again to redraw it")
+        return ASK_ABOUT.format(title=self._fitted_title(paper, ASK_ABOUT))
+
+    def _clicked_paper(self, paper_id, remedy: str):
+        """The paper of the open index that a click names by ``paper_id``.
+
+        Raises:
+            gr.Error: no such paper (a stale map or card, or a forged click); ``remedy`` says
+            what to do.
+        """
         paper = None
         if isinstance(paper_id, str) and len(paper_id) <= MAX_FILTER_CHARS:
             paper = self.pipeline.current_retriever().papers.get(paper_id)
         if paper is None:
-            raise _gr_error(PaperchatError("that paper is not in the index any more; open the "
-                                           "Map tab again to redraw it"), "Cannot ask that")
+            raise _gr_error(PaperchatError(f"that paper is not in the index any more; {remedy}"),
+                            "Cannot ask that")
+        return paper
+
+    def _fitted_title(self, paper, template: str) -> str:
+        """``paper``'s title on one line, cut with "…" so that ``template`` filled with it fits
+        ``settings.max_question_chars``."""
         title = " ".join(paper.title.split())
-        room = self.settings.max_question_chars - len(ASK_ABOUT.format(title=""))
-        return ASK_ABOUT.format(title=title if len(title) <= room else title[:room - 1] + "…")
+        room = self.settings.max_question_chars - len(template.format(title=""))
+        return title if len(title) <= room else title[:room - 1] + "…"
 
     def similar_turn(self, paper_id) -> tuple[str, dict]:
         """The turn a card's "More like this" asks for paper ``paper_id``: the question shown,
@@ -530,15 +545,8 @@ class ChatApp:
         """
         from rag.plan import Plan
 
-        paper = None
-        if isinstance(paper_id, str) and len(paper_id) <= MAX_FILTER_CHARS:
-            paper = self.pipeline.current_retriever().papers.get(paper_id)
-        if paper is None:
-            raise _gr_error(PaperchatError("that paper is not in the index any more; ask "
-                                           "again to get fresh cards"), "Cannot ask that")
-        title = " ".join(paper.title.split())
-        room = self.settings.max_question_chars - len(SIMILAR_TO.format(title=""))
-        title = title if len(title) <= room else title[:room - 1] + "…"
+        paper = self._clicked_paper(paper_id, "ask again to get fresh cards")
+        title = self._fitted_title(paper, SIMILAR_TO)
         question = SIMILAR_TO.format(title=title)
         plan = Plan(papers="named", op="similar", ids=[paper.id], names=[title], said=question)
         return question, plan.to_json()
