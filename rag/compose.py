@@ -327,7 +327,7 @@ def _compose(kind, question, hits, embedder: Embedder, *, focus, comparison, min
                            approach_bonus=APPROACH_BONUS if aspect == "approaches" else 0.0,
                            results_bonus=APPROACH_BONUS if aspect == "results" else 0.0,
                            aspect=aspect)
-        return _followup(question, hits, numbers, cands, figures)
+        return _followup(question, hits, numbers, cands, figures, aspect)
     # a description of the contribution is wanted for "which paper ..." and "what does X
     # propose"; "what is the update time of X" wants the sentence that says it
     pointed = kind == "lookup" or aspect == "approaches"
@@ -372,7 +372,20 @@ def _survey(hits, cands, min_dense) -> list[AnswerSentence]:
     return out
 
 
-def _followup(question, hits, numbers, cands, wants_number: bool) -> list[AnswerSentence]:
+def _followup(question, hits, numbers, cands, wants_number: bool,
+              aspect: str = "") -> list[AnswerSentence]:
+    """What the abstracts of the papers under discussion say about ``question``: their best
+    quotes, or, for an aspect with a role (datasets, metrics, limitations:
+    :func:`rag.roles.role_score`), the sentences that play it first ("which datasets is it
+    evaluated on?" quotes the sentence naming nuScenes and Waymo)."""
+    from rag.roles import MIN_ROLE, role_score
+
+    if aspect in ("limitations", "datasets", "metrics"):
+        cands = dict(cands)
+        for n in numbers:
+            k = max(1, len(cands[n]) - 1)
+            playing = [c for c in cands[n] if role_score(aspect, c.text, c.pos / k) >= MIN_ROLE]
+            cands[n] = playing + [c for c in cands[n] if c not in playing]
     names = [f"{title(hits[n - 1])} [{n}]" for n in numbers]
     whose = "abstract of " if len(numbers) == 1 else "abstracts of "
     out = [direct(f"What the {whose}{_and(names)} {'says' if len(numbers) == 1 else 'say'} "

@@ -91,8 +91,8 @@ def facet_answer(papers: dict[str, Paper], filters: Filters | None,
     total = len(papers)
     what = describe(filters)
     if not chosen:
-        return [note(f"No paper in this index matches {what} (it holds {total:,} papers: "
-                     f"{status_breakdown(list(papers.values()))}).")], []
+        return [note(f"0 papers. No paper in this index matches {what} (it holds {total:,} "
+                     f"papers: {status_breakdown(list(papers.values()))}).")], []
     listed = by_rating(chosen)[:k]
     hits = [Hit(p, float(len(listed) - i)) for i, p in enumerate(listed)]
     numbers = list(range(1, len(hits) + 1))

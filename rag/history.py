@@ -34,6 +34,9 @@ class Turn:
     numbered: dict[int, Paper] = field(default_factory=dict)
     kind: str = ""
     plan: dict = field(default_factory=dict)
+    #: The filters whose every match the answer was about (:attr:`rag.types.Answer.
+    #: matched_filters`), when it was a catalog reading; ``None`` otherwise.
+    matched_filters: list[str] | None = None
 
     @property
     def discussed(self) -> list[Paper]:
@@ -74,7 +77,8 @@ def turn_after(answer) -> Turn:
     numbered = {n: h.paper for n, h in enumerate(answer.hits, start=1)}
     numbered.update({c.n: c.paper for c in answer.citations})
     return Turn(answer.question, answer.standalone_question, papers, focus=len(about) or 1,
-                numbered=numbered, kind=answer.kind, plan=plan)
+                numbered=numbered, kind=answer.kind, plan=plan,
+                matched_filters=getattr(answer, "matched_filters", None))
 
 
 # --- kept between sessions ------------------------------------------------------------------
@@ -95,7 +99,9 @@ def to_json(turns: Sequence[Turn]) -> dict:
     return {"format_version": FORMAT_VERSION, "turns": [
         {"question": t.question, "standalone": t.standalone, "papers": [p.id for p in t.papers],
          "focus": t.focus, "numbered": {str(n): p.id for n, p in t.numbered.items()},
-         "kind": t.kind, "plan": t.plan} for t in turns]}
+         "kind": t.kind, "plan": t.plan,
+         **({"matched_filters": t.matched_filters} if t.matched_filters is not None else {})}
+        for t in turns]}
 
 
 def from_json(data: Mapping, papers: Mapping[str, Paper]) -> list[Turn]:
@@ -109,7 +115,8 @@ def from_json(data: Mapping, papers: Mapping[str, Paper]) -> list[Turn]:
         numbered = {int(n): papers[i] for n, i in t.get("numbered", {}).items() if i in papers}
         out.append(Turn(t["question"], t.get("standalone", ""),
                         [papers[i] for i in t.get("papers", []) if i in papers],
-                        int(t.get("focus", 1)), numbered, t.get("kind", ""), t.get("plan") or {}))
+                        int(t.get("focus", 1)), numbered, t.get("kind", ""), t.get("plan") or {},
+                        t.get("matched_filters")))
     return out
 
 

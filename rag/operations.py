@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Sequence
 
 from rag import compose, facets
 from rag.compose import direct, heading, item, note
-from rag.filters import Filters
+from rag.filters import FilterError, Filters
 from rag.plan import Plan
 from rag.names import fold
 from rag.slots import has_topic
@@ -254,9 +254,26 @@ def _compare_with_discussed(plan: Plan, sel: Selection, prev: Turn) -> None:
     first = prev.discussed[0]
     others = [h for h in sel.hits if h.id != first.id]
     sel.hits = [Hit(first, sel.hits[0].score)] + others
-    sel.columns = 2
-    sel.focus = [1, 2]
-    sel.standalone = _about(plan.said, [first, others[0].paper] if others else [first])
+    named = len([i for i in dict.fromkeys(plan.ids) if i != first.id])
+    sel.columns = min(COMPARE_MAX, 1 + max(1, named), len(sel.hits))  # "it vs A and B": 3
+    sel.focus = list(range(1, sel.columns + 1))
+    sel.standalone = _about(plan.said, [h.paper for h in sel.hits[:sel.columns]])
+
+
+#: Operations that act on every paper a previous catalog answer matched, not only those shown.
+_WHOLE_SET_OPS = ("count", "list", "sort", "extreme", "cite")
+
+
+def _matched_before(prev: Turn, retriever: Retriever) -> list[Paper]:
+    """Every paper of the index the previous answer's filters admitted, best rated first, when
+    it was a catalog reading (:attr:`rag.history.Turn.matched_filters`), else ``[]``."""
+    if prev.matched_filters is None:
+        return []
+    try:
+        wanted = Filters.parse(prev.matched_filters) if prev.matched_filters else None
+    except FilterError:
+        return []
+    return facets.by_rating(facets.matching(retriever.papers, wanted))
 
 
 def _from_previous(plan: Plan, source: str, prev: Turn, used: Filters, retriever: Retriever,
@@ -280,6 +297,10 @@ def _from_previous(plan: Plan, source: str, prev: Turn, used: Filters, retriever
         papers = shown
         scope = (f"the {len(papers)} papers of the previous answer" if len(papers) != 1
                  else "the one paper of the previous answer")
+        whole = _matched_before(prev, retriever) if plan.op in _WHOLE_SET_OPS else []
+        if len(whole) > len(shown):  # "how many of those are orals?" after "the RL orals"
+            papers = whole
+            scope = f"the {len(papers):,} papers the previous answer found"
     plan.ids = [p.id for p in papers]
     total = len(papers)
     kept = [p for p in papers if not used or used.matches(p)]
@@ -476,7 +497,30 @@ class Outcome:
 
 
 def run(plan: Plan, sel: Selection, retriever: Retriever, settings: Settings) -> Outcome:
-    """Run ``plan.op`` on the selected papers (:func:`select`)."""
+    """Run ``plan.op`` on the selected papers (:func:`select`); the catalog facts the plan asks
+    for (:attr:`rag.plan.Plan.facts`: "was it an oral?") come first."""
+    out = _run(plan, sel, retriever, settings)
+    if "status" in plan.facts and out.hits:
+        about = [n for n in (out.about or [1]) if 1 <= n <= len(out.hits)][:COMPARE_MAX]
+        out.sentences = [direct(" ".join(_decision(out.hits[n - 1], n) for n in about),
+                                about)] + out.sentences
+    return out
+
+
+def _decision(hit: Hit, n: int) -> str:
+    """"StepORLM: ... [1] was accepted as a poster (Accept (Poster); rating 6.5 · 4 reviews)."."""
+    from rag.types import status_tier
+
+    p = hit.paper
+    tier = status_tier(p.status or "")
+    said = {"oral": "was accepted as an oral", "spotlight": "was accepted as a spotlight",
+            "poster": "was accepted as a poster"}.get(tier, f"has the decision {p.status!r}"
+                                                      if p.status else "has no decision listed")
+    extra = "; ".join(x for x in (p.status, p.rating_text()) if x)
+    return f"{p.title} [{n}] {said}{f' ({extra})' if extra else ''}."
+
+
+def _run(plan: Plan, sel: Selection, retriever: Retriever, settings: Settings) -> Outcome:
     from rag.refusal import MIN_DENSE
 
     op, hits = plan.op, sel.hits
@@ -555,8 +599,10 @@ def _count(plan: Plan, sel: Selection, retriever: Retriever) -> Outcome:
         return Outcome(sentences, "count", listed)
     listed = facets.by_rating([h.paper for h in hits])
     out = [direct(_scope_head(plan, sel, len(hits)), [])]
-    new_hits = _as_hits(listed)
+    new_hits = _as_hits(listed[:CATALOG_SHOWN])
     out += [facets.rated_item(h, i, None) for i, h in enumerate(new_hits, start=1)]
+    if len(listed) > len(new_hits):
+        out.append(heading(f"… and {len(listed) - len(new_hits):,} more."))
     return Outcome(out, "count", new_hits)
 
 
@@ -597,7 +643,7 @@ def _rated(plan: Plan, sel: Selection, retriever: Retriever) -> Outcome:
         out = [direct(head, list(range(1, len(chosen) + 1)))]
         out += [facets.rated_item(h, i, None) for i, h in enumerate(new_hits[:len(chosen)], 1)]
         return Outcome(out, "extreme", new_hits, about=list(range(1, len(chosen) + 1)))
-    new_hits = _as_hits(ordered[:CATALOG_SHOWN] if sel.every is not None else ordered)
+    new_hits = _as_hits(ordered[:max(CATALOG_SHOWN, plan.n or 0)])
     if plan.op == "sort" or plan.order:
         unrated = sum(1 for p in ordered if not p.rating)
         head = (f"{sel.scope[0].upper() + sel.scope[1:]}{rule}, sorted by mean reviewer rating "

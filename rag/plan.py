@@ -84,6 +84,9 @@ class Plan:
     #: The new subject a ``refine`` put on the previous question (kept, so that the next change
     #: of subject replaces it instead of adding to it).
     subject: str = ""
+    #: Catalog facts the turn asks about the chosen papers, stated before the answer:
+    #: ``"status"`` for "was it an oral?", "[3] is a spotlight, right?".
+    facts: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if self.papers not in PAPERS:

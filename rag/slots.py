@@ -79,8 +79,25 @@ _TIER_ALONE = re.compile(r"\b(?:(?:among|in|from|of)\s+(?:the\s+)?(orals|spotlig
                          r"from|sorted|by)\b)|"
                          r"(?<=\bthe\s)(oral|poster|spotlight)(?=\s+(?:with|that|which|among)\b)|"
                          # "oral?" "the spotlight ones"
-                         r"(oral|spotlight)\b(?=\s*(?:[?.!,;]|$|ones?\b)))",
+                         r"(oral|spotlight)\b(?=\s*(?:[?.!,;]|$|ones?\b))|"
+                         # "which oral has the lowest rating", "got an oral slot", "the least liked
+                         # oral at the conference": the tier word as a noun after a determiner,
+                         # unless it qualifies a topic ("the oral health of ...", "an oral exam")
+                         r"\b(?:which|what|the|an|any|this|that|liked|rated|reviewed|scored)\s+"
+                         r"(oral|spotlight)\b(?![\w-])(?!\s*(?:/|or\b|and\b))(?!\s+(?:health|"
+                         r"cavit|cancer|lesion|disease|hygiene|microbio|dental|care|exam|histor|"
+                         r"language|speech|reading|communication|tradition|proficien|mucos|surg|"
+                         r"drug|vaccin|admin|dos|tablet|squamous|image|scan|presentations?\s+"
+                         r"generat)))",
                          re.I)
+# "is it an oral?", "[3] is an oral, right?", "2 and 4 are both orals?": a question about the
+# decision of papers already named, not a filter on them
+_STATUS_ASKED = re.compile(r"(?<!\w)(?:(?:is|was|are|were)\s+(?:it|that|this|they|those\s+two|"
+                           r"both|(?:that|this|the\s+\w+)\s+(?:one|paper))|"
+                           r"(?:it|that\s+one|this\s+one|that\s+paper|this\s+paper|one|"
+                           r"\[\d{1,2}\]|#\d{1,2}|\d{1,2})\s+(?:is|was|are|were|got|get))"
+                           r"\s+(?:both\s+|all\s+|also\s+|really\s+|even\s+)?(?:an?\s+)?"
+                           r"(?:orals?|spotlights?|posters?)\b", re.I)
 _TIER_WORD = {"oral": "oral", "orals": "oral", "spotlight": "spotlight", "spotlights": "spotlight",
               "poster": "poster", "posters": "poster", "rejected": "rejected",
               "withdrawn": "withdrawn", "accepted": "accepted"}
@@ -285,10 +302,24 @@ def _fuzzy_area(want: str, areas: tuple[str, ...]) -> str | None:
 
     def close(w: str, x: str) -> bool:
         w, x = one(w).rstrip("s"), one(x).rstrip("s")
-        return w == x or (len(w) >= 6 and SequenceMatcher(None, w, x).ratio() >= AREA_WORD_RATIO)
+        return w == x or (len(w) >= 6 and SequenceMatcher(None, w, x).ratio() >= AREA_WORD_RATIO) \
+            or (len(w) >= 3 and len(x) >= len(w) + 3 and x.startswith(w))  # "cog sci"
 
     fits = [a for a in areas if all(any(close(w, x) for x in own[a] - common) for w in asked)]
     return fits[0] if len(fits) == 1 else None
+
+
+#: Words after an area's name that say nothing about a topic: an order, fillers, "this year".
+_FILLER = frozenset("worst best first last top bottom highest lowest sorted ranked ordered by "
+                    "rating ratings score scores um uh like pls please this year lately recently "
+                    "overall now only so far at all conference iclr".split())
+
+
+def _clause(text: str) -> str:
+    """``text`` up to the end of its clause (the first of ``.;?!`` or a comma), without the
+    :data:`_FILLER` words."""
+    head = re.split(r"[.;?!,]", text, maxsplit=1)[0]
+    return " ".join(w for w in head.split() if w.lower() not in _FILLER)
 
 
 def read_filters(question: str, *, areas: Sequence[str] = ()) -> FilterSlots:
@@ -298,10 +329,14 @@ def read_filters(question: str, *, areas: Sequence[str] = ()) -> FilterSlots:
     phrases: list[str] = []
     spans: list[tuple[int, int]] = []
 
+    asked = [m.span() for m in _STATUS_ASKED.finditer(question)]
+
     def take(m: re.Match, key: str, value: str, start: int | None = None, end: int | None = None):
+        a, b = (m.start() if start is None else start), (m.end() if end is None else end)
+        if key == "status" and any(a < e and s < b for s, e in asked):
+            return  # "is it an oral?": asked about, not a filter
         if value not in values.setdefault(key, []):
             values[key].append(value)
-        a, b = (m.start() if start is None else start), (m.end() if end is None else end)
         spans.append((a, b))
         phrases.append(question[a:b].strip())
 
@@ -357,9 +392,17 @@ def read_filters(question: str, *, areas: Sequence[str] = ()) -> FilterSlots:
             words = list(re.finditer(r"[\w&'-]+(?:,)?", question[m.end():]))
             for j in range(min(len(words), 14), 0, -1):  # the longest run of words naming one
                 end = m.end() + words[j - 1].end()
-                area = match_area(question[m.end():end], areas, exact=True)
-                if area and _AREA_END.match(question[end:]):
-                    take(m, "primary_area", area, m.start(), end)
+                said = question[m.end():end].rstrip(",")
+                area = match_area(said, areas, exact=True)
+                if not area and j <= 4 and not has_topic(_clause(question[end:])) and (
+                        "status" in values or "rating" in values or _SORT.search(question)):
+                    # "orals in time series, best first", "how many posters in vision": a
+                    # short name that fits one area, with nothing topical after it
+                    area = match_area(said, areas)
+                if area and (_AREA_END.match(question[end:]) or words[j - 1].group(0)
+                             .endswith(",") or not has_topic(_clause(question[end:]))):
+                    take(m, "primary_area", area, m.start(), m.start() + len(
+                        question[:end].rstrip(",")) - m.start())
                     break
             if "primary_area" in values:
                 break
@@ -518,6 +561,12 @@ _PLURAL = re.compile(r"\b(?:papers|works|ones|submissions|articles|studies|entri
 _SINGULAR = re.compile(r"\b(?:paper|work|one|submission|article|study|entry)\b(?!\s*s\b)", re.I)
 
 
+def asks_status(text: str) -> bool:
+    """True when ``text`` asks for the decision of papers it points at ("was it an oral?",
+    "2 and 4 are both orals?"), not for papers with that decision."""
+    return bool(_STATUS_ASKED.search(text))
+
+
 def plural(text: str) -> bool:
     """True when ``text`` asks for papers in the plural ("the best-rated papers") and names no
     single one ("the best paper", "which one")."""
@@ -529,9 +578,22 @@ def singular(text: str) -> bool:
     return bool(_SINGULAR.search(text))
 
 
+#: "from best to worst", "top to bottom", "highest first": the order named first is the start.
+_DESCENDING_FIRST = re.compile(r"\b(?:best|highest|top|most|strongest|greatest|descending|"
+                               r"decreasing)\b(?:[-\s]+\w+){0,2}?\s+(?:to|down\s+to|->|→|"
+                               r"first)\b", re.I)
+#: "most low rated", "wrost", "least liked": low-end words, misspellings included.
+_ASCENDING_MORE = re.compile(r"\b(?:most\s+low|wo?rst|wrost|worse|lest|lowes)\b", re.I)
+
+
 def ascending(text: str) -> bool:
-    """True when ``text`` asks for the low end of an order ("lowest rated", "worst scores")."""
-    return bool(_ASCENDING.search(text))
+    """True when ``text`` asks for the low end of an order ("lowest rated", "worst scores",
+    "most low rated"); "from best to worst" and "highest first" start at the top."""
+    first = _DESCENDING_FIRST.search(text)
+    low = _ASCENDING.search(text) or _ASCENDING_MORE.search(text)
+    if first and (not low or first.start() < low.start()):
+        return False
+    return bool(low)
 
 
 # --- names ----------------------------------------------------------------------------------

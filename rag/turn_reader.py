@@ -109,6 +109,8 @@ class TurnSlots:
     #: ``singular``: it names a single paper ("paper", "one", "work").
     plural: bool = False
     singular: bool = False
+    #: The turn asks for the decision of the papers it points at (:func:`rag.slots.asks_status`).
+    asks_status: bool = False
 
 
 def find_slots(text: str, context: TurnContext, areas: Sequence[str],
@@ -123,6 +125,7 @@ def find_slots(text: str, context: TurnContext, areas: Sequence[str],
     out.has_topic = slots.has_topic(read.query)
     out.plural = slots.plural(text)
     out.singular = slots.singular(text)
+    out.asks_status = slots.asks_status(text)
     return out
 
 

@@ -238,6 +238,10 @@ class Answer:
     filters_applied: list[str] = field(default_factory=list)
     #: The turn's plan (:meth:`rag.plan.Plan.to_json`): which papers, then what was done.
     plan: dict = field(default_factory=dict)
+    #: Set when the answer's papers are every paper of the index these filters admit (a
+    #: catalog reading: ``hits`` are only the first of them), so that "how many of those are
+    #: orals?" next counts all of them, not only the ones shown. ``None`` otherwise.
+    matched_filters: list[str] | None = None
     #: Share of the index's papers with dense vectors, in [0, 1], while the index is still being
     #: embedded (:mod:`rag.coverage`); None for a whole index. ``coverage`` is its line
     #: ("dense 41% · about 9 min left").

@@ -51,6 +51,8 @@ def allowed_papers(context: TurnContext, found: TurnSlots) -> set[str]:
     if found.names or found.quoted or found.sides or context.has_previous and \
             _describes(found.filters.query):
         allowed.add("named")  # by name, by title, or by description ("the protein one")
+    if found.asks_status and (context.has_previous or found.names or found.quoted):
+        allowed -= {"search", "catalog"}  # "was it an oral?" is about papers already named
     return allowed
 
 
@@ -75,6 +77,8 @@ def compatible(papers: str, op: str, context: TurnContext, found: TurnSlots | No
         return False
     if found is not None and found.sides and op != "compare":
         return False
+    if found is not None and found.asks_status and op in ("refine", "list", "count"):
+        return False  # "was it an oral?" asks a fact of the papers in hand
     if papers == "catalog" and op in _ONE_PAPER_OPS:
         return False
     if papers == "previous" and op in _SINGLE_OPS and found is not \
@@ -154,6 +158,8 @@ def assemble(text: str, papers: str, op: str, aspect: str, found: TurnSlots,
         plan.topic = plan.query = slots.count_topic(query) or query  # what the rule counts
     elif papers == "search":
         plan.topic = query
+    if found.asks_status:
+        plan.facts = ["status"]
     if f.foreign:
         plan.notes.append(f.language_note)
     return plan

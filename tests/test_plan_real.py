@@ -235,3 +235,51 @@ def test_how_does_it_compare_to_a_named_paper_keeps_the_paper_under_discussion(a
     ans, _ = ask("how does it compare to the Never Saddle paper?", history)
     assert ans.kind == "compare"
     assert [h.id for h in ans.hits[:2]] == ["ZrgxU8WMmG", "YgudIlQ9nC"], ans.plan
+
+
+@pytest.mark.slow
+def test_how_many_of_those_counts_every_paper_a_catalog_answer_matched(accepted_ask):
+    """A catalog answer shows its first 20 papers; "how many of those are orals?" counts over
+    all it matched (the area's papers), not over the 20 shown."""
+    papers = _accepted()
+    area = "applications to neuroscience & cognitive science"
+    inside = [p for p in papers if p["primary_area"] == area]
+    orals = [p for p in inside if "oral" in p["status"].lower()]
+    first, history = accepted_ask("list the papers in the neuroscience and cog sci area")
+    assert "primary_area=" + area in first.filters_applied and len(first.hits) < len(inside)
+    ans, _ = accepted_ask("and how many of those are orals", history)
+    assert ans.kind == "count" and ans.text.startswith(f"{len(orals)} of the {len(inside)} ")
+    assert sorted(h.id for h in ans.hits) == sorted(p["id"] for p in orals)
+
+
+@pytest.mark.slow
+def test_was_it_an_oral_states_the_decision_of_the_paper_under_discussion(accepted_ask):
+    papers = _accepted()
+    best = max(papers, key=_mean)
+    first, history = accepted_ask("which paper has the highest mean rating of all?")
+    ans, _ = accepted_ask("was it an oral?", history)
+    tier = "an oral" if "oral" in best["status"].lower() else "a poster"
+    assert ans.hits[0].id == first.hits[0].id and ans.plan["facts"] == ["status"]
+    assert f"[1] was accepted as {tier} ({best['status']}" in ans.text
+    assert not ans.filters_applied  # a question about the paper, not a filter
+
+
+@pytest.mark.slow
+def test_a_count_of_nothing_states_zero(accepted_ask):
+    ans, _ = accepted_ask("how many spotlights are in RL?")
+    assert ans.kind == "count" and ans.text.startswith("0 papers.")
+
+
+@pytest.mark.slow
+def test_compare_it_to_two_named_papers_is_a_three_column_table(accepted_ask):
+    by_title = {p["title"].split(":")[0]: p["id"] for p in _accepted()}
+    _, history = accepted_ask("what's StreamingVLM")
+    ans, _ = accepted_ask("compare it to VideoZoomer and VideoMind", history)
+    assert ans.kind == "compare" and sorted(ans.comparison_ids) == sorted(
+        by_title[t] for t in ("StreamingVLM", "VideoZoomer", "VideoMind"))
+
+
+@pytest.mark.slow
+def test_which_datasets_is_it_evaluated_on_quotes_the_sentence_naming_them(accepted_ask):
+    ans, _ = accepted_ask("AutoDrive-R2 — which driving datasets is it evaluated on?")
+    assert ans.hits[0].paper.title.startswith("AutoDrive-R") and "nuScenes and Waymo" in ans.text

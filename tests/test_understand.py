@@ -51,7 +51,12 @@ def test_plural(text, plural):
 
 
 @pytest.mark.parametrize("text,asc", [("the lowest rated of these", True), ("worst one", True),
-                                      ("best rated", False), ("sort by rating", False)])
+                                      ("best rated", False), ("sort by rating", False),
+                                      ("rank these from best to worst reviewed", False),
+                                      ("ranked from worst to best", True),
+                                      ("whats the wrost rated oral", True),
+                                      ("What is the most low rated oral paper?", True),
+                                      ("sort by rating, highest first", False)])
 def test_ascending(text, asc):
     assert slots.ascending(text) is asc
 
@@ -80,6 +85,19 @@ AREAS = ["learning theory", "causal reasoning", "optimization", "generative mode
                                        "primary_area=applications to robotics, autonomy, planning"]),
     ("list orals in the causal reasonning area", ["status=oral", "primary_area=causal reasoning"]),
     ("the generative area", ["primary_area=generative models"]),
+    # the tier word as a noun after a determiner; a question about a paper's decision is no filter
+    ("which oral has the lowest rating", ["status=oral"]),
+    ("ok which ones got an oral slot", ["status=oral"]),
+    ("the least liked oral at the whole conference", ["status=oral"]),
+    ("an oral exam benchmark for LLM tutors", []), ("oral / poster counts per area", []),
+    ("was it an oral?", []), ("[3] is an oral, right? what's their method", []),
+    ("2 and 4 are both orals? compare those two", []), ("which of these are orals", ["status=oral"]),
+    # an area named after "in" with nothing topical after it, or a short name with a filter
+    ("what's going on in learning theory this year?", ["primary_area=learning theory"]),
+    ("gimme citations for the orals in causal reasoning, um, all of them",
+     ["status=oral", "primary_area=causal reasoning"]),
+    ("orals in generative models worst first", ["status=oral", "primary_area=generative models"]),
+    ("continual learning in generative models of proteins", []),
 ])
 def test_filters_said_in_new_ways(text, filters):
     got = slots.read_filters(text, areas=AREAS).filters
