@@ -124,7 +124,8 @@ class Plan:
 
     def parts(self, n_previous: int | None = None) -> list[tuple[str, str]]:
         """The summary's parts as ``(key, text)``: ``papers`` first, then one ``filter:F`` per
-        filter, ``order``, ``aspect`` and ``op``. Keys are what :meth:`without` removes."""
+        filter, ``order``, ``aspect``, ``facts`` and ``op``. Keys are what :meth:`without`
+        removes."""
         out = [("papers", self.source_text(n_previous))]
         for f in self.filters:
             out.append((f"filter:{f}", _filter_text(f)))
@@ -133,6 +134,8 @@ class Plan:
                         else "sorted by rating, lowest first"))
         if self.aspect:
             out.append(("aspect", _ASPECT_WORDS[self.aspect]))
+        if "status" in self.facts:
+            out.append(("facts", "its decision stated"))
         op = _OP_WORDS[self.op]
         if self.op == "extreme":
             op = "the best rated" if self.order != "rating_asc" else "the lowest rated"
@@ -165,6 +168,8 @@ class Plan:
                            dropped=dropped)
         if key == "aspect":
             return replace(self, aspect="", dropped=dropped)
+        if key == "facts":
+            return replace(self, facts=[], dropped=dropped)
         if key == "papers" and self.papers != "search":
             return replace(self, papers="search", positions=[], ids=[], topic=self.query,
                            dropped=dropped)

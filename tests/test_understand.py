@@ -147,6 +147,9 @@ def test_plan_parts_summary_and_removing_a_part():
     fresh = Plan("previous", "survey", query="what datasets do they use").without("papers")
     assert fresh.papers == "search" and fresh.topic == "what datasets do they use"
     assert Plan.from_json(plan.to_json()) == plan
+    asked = Plan("focus", "describe", facts=["status"], ids=["a"])
+    assert asked.summary() == "the paper under discussion · its decision stated · described"
+    assert asked.without("facts").facts == [] and Plan.from_json(asked.to_json()) == asked
     with pytest.raises(ValueError, match="unknown operation"):
         Plan(op="dance")
 
