@@ -107,6 +107,12 @@ def resolve_refine(plan: Plan, history: Sequence[Turn], areas: Sequence[str] = (
         Plan(op="survey", query=prev.standalone or prev.question)
     if base.op == "refine":
         base = replace(base, op="survey")
+    if plan.ids and (base.papers in ("named", "focus", "positions") or
+                     base.op in _NAMED_REFINE_OPS):
+        # "tell me about Gaia2" then "and RealPDEBench?": the same question of the paper named
+        op = base.op if base.op in _NAMED_REFINE_OPS else "describe"
+        return replace(plan, papers="named", op=op, aspect=base.aspect, topic="",
+                       query=plan.query, facts=base.facts)
     query = base.query or prev.standalone or prev.question
     earlier = base.subject
     subject = plan.topic if plan.topic and plan.topic != plan.query else ""
@@ -131,6 +137,10 @@ def resolve_refine(plan: Plan, history: Sequence[Turn], areas: Sequence[str] = (
                    subject=subject or earlier, filters=filters, positions=[], ids=[],
                    confidence=plan.confidence, said=plan.said, notes=plan.notes,
                    dropped=plan.dropped)
+
+
+#: Operations a refine that names a paper asks again of that paper.
+_NAMED_REFINE_OPS = ("describe", "lookup", "authors", "number", "cite", "similar")
 
 
 _SUBJECT_STOP = frozenset("for on of in the a an to do does with about by from and or is are "
@@ -200,18 +210,22 @@ def select(plan: Plan, history: Sequence[Turn], retriever: Retriever, settings: 
     """The papers ``plan`` is about (see the module docstring). ``filters`` are the caller's
     (dropdowns, ``--filter``); the plan's are added. With ``evidence`` the hits get their best
     evidence sentences for the plan's query (:meth:`rag.retrieve.Retriever.attach_evidence`)."""
-    said = Filters.parse(plan.filters) if plan.filters else Filters()
-    said, notes = list_notes(plan, said, retriever)
-    used = (filters or Filters()).merged(said) if said else (filters or Filters())
     from rag.history import last_with_papers
 
     prev = last_with_papers(history)
+    if "primary_area" in plan.inherit and prev is not None:
+        area = _area_before(prev)
+        if area and f"primary_area={area}" not in plan.filters:
+            plan.filters = plan.filters + [f"primary_area={area}"]
+    said = Filters.parse(plan.filters) if plan.filters else Filters()
+    said, notes = list_notes(plan, said, retriever)
+    used = (filters or Filters()).merged(said) if said else (filters or Filters())
     source = plan.papers
     if source in ("previous", "focus", "positions") and (prev is None or not prev.numbered
                                                          and not prev.papers):
         source = "search"  # nothing to refer back to: the turn's own words are the search
-    if source == "search" and not has_topic(plan.query) and plan.op in (
-            "count", "list", "sort", "extreme"):
+    if source == "search" and not has_topic(plan.query) and (plan.op in (
+            "count", "list", "sort", "extreme") or plan.op == "survey" and used):
         source = "catalog"  # "How many oral papers are there?": nothing left to search
     if plan.said and not any(ch.isalnum() for ch in plan.said) and not used:
         # "🚀🔥🤖🎉": no word to search or to read a list operation from: refused, not guessed
@@ -226,7 +240,8 @@ def select(plan: Plan, history: Sequence[Turn], retriever: Retriever, settings: 
                         total=len(retriever.papers), notes=notes, standalone=plan.said,
                         every=chosen)
     elif source in ("previous", "focus", "positions"):
-        sel = _from_previous(plan, source, prev, used, retriever, settings, k, notes)
+        sel = _from_previous(plan, source, _paired(plan, source, prev, history), used,
+                             retriever, settings, k, notes)
     elif source == "named" and not plan.ids and not plan.sides and prev is not None and \
             _described(plan, prev, retriever):
         sel = _named(plan, used, retriever, settings, k, notes)
@@ -258,6 +273,37 @@ def _compare_with_discussed(plan: Plan, sel: Selection, prev: Turn) -> None:
     sel.columns = min(COMPARE_MAX, 1 + max(1, named), len(sel.hits))  # "it vs A and B": 3
     sel.focus = list(range(1, sel.columns + 1))
     sel.standalone = _about(plan.said, [h.paper for h in sel.hits[:sel.columns]])
+
+
+def _area_before(prev: Turn) -> str:
+    """The area "that area" means after ``prev``: its filter's (the plan's, or the catalog
+    answer's), else the primary area of the paper it was about; ``""`` when it had none."""
+    for f in list(prev.plan.get("filters") or []) + list(prev.matched_filters or []):
+        if f.startswith("primary_area="):
+            return f.split("=", 1)[1]
+    return prev.discussed[0].primary_area if prev.papers else ""
+
+
+#: Answer kinds about one paper: two such turns in a row ("tell me about A", "and B?") are the
+#: pair a following "compare the two" or "bibtex for both" means.
+_ONE_PAPER_KINDS = ("lookup", "describe", "followup", "authors", "number", "cite")
+
+
+def _paired(plan: Plan, source: str, prev: Turn, history: Sequence[Turn]) -> Turn:
+    """``prev``, or, when the turn asks for two papers (``plan.n`` 2: "both", "the two") or
+    compares the paper under discussion with nothing named, and the last two turns were each
+    about one paper, a copy of ``prev`` whose papers under discussion are those two (the
+    earlier first)."""
+    if source != "focus" or len(prev.discussed) != 1 or len(history) < 2 or \
+            not (plan.n == 2 or plan.op == "compare" and not plan.sides):
+        return prev
+    earlier = history[-2]
+    if earlier.kind not in _ONE_PAPER_KINDS or prev.kind not in _ONE_PAPER_KINDS or \
+            not earlier.papers or earlier.papers[0].id == prev.papers[0].id:
+        return prev
+    first = earlier.papers[0]
+    rest = [p for p in prev.papers if p.id != first.id]
+    return replace(prev, papers=[first] + rest, focus=2)
 
 
 #: Operations that act on every paper a previous catalog answer matched, not only those shown.

@@ -87,6 +87,9 @@ class Plan:
     #: Catalog facts the turn asks about the chosen papers, stated before the answer:
     #: ``"status"`` for "was it an oral?", "[3] is a spotlight, right?".
     facts: list[str] = field(default_factory=list)
+    #: Filter fields taken from the conversation ("in that area": ``"primary_area"``, the area
+    #: of the previous answer's filter or paper); :mod:`rag.operations` adds them to ``filters``.
+    inherit: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if self.papers not in PAPERS:

@@ -34,13 +34,22 @@ _NAME = re.compile(r"\b(?:[A-Z][a-z]+[A-Z][A-Za-z]*|[A-Z][a-z]{2,}(?:-[A-Z0-9][A
 _PROPER = re.compile(r"(?<![.?!:]\s)(?<!^)(?<=\s)[A-Z][a-z]{3,}\b")
 
 
+#: Name-like words that ask for an output or name the venue, not a paper ("BibTeX for
+#: StepORLM", "the ICLR entry"): never a missing paper's name.
+NOT_PAPER_NAMES = frozenset("bibtex biblatex bib latex tex iclr openreview zotero mendeley "
+                            "jabref json csv pdf url doi arxiv".split())
+
+
 def unknown_names(question: str, retriever: Retriever) -> list[str]:
-    """Names in ``question`` (see module doc) whose first word stem is absent from the index."""
+    """Names in ``question`` (see module doc) whose first word stem is absent from the index
+    (words of :data:`NOT_PAPER_NAMES` are never one)."""
     from rag.lexical import query_terms
 
     vocab = retriever.vocabulary()
     missing = []
     for name in _NAME.findall(question) + _PROPER.findall(question.strip()):
+        if name.lower().strip(".,;:!?") in NOT_PAPER_NAMES:
+            continue
         head = re.split(r"[-\s]", name)[0]
         terms = query_terms(head)
         if terms and all(t not in vocab for t in terms):

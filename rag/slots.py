@@ -137,10 +137,16 @@ _SORT = re.compile(r"\b(?:(?:highest|best|top|most\s+highly)[-\s]+(?:rated|score
                    r"(?:sorted|ranked|ordered)\s+by\s+(?:(?:mean|average|reviewer)\s+)?"
                    r"(?:ratings?|scores?))\b", re.I)
 # "in the optimization area", "area: learning theory", "primary area reinforcement learning"
-_AREA = re.compile(r"\b(?:(?:in|from|of|within)\s+(?:the\s+)?)?(?:(?:primary\s+)?area\s*[:=]?\s*"
+_AREA = re.compile(r"\b(?:(?:in|from|of|within)\s+(?:the\s+)?)?(?:(?:primary\s+)?area\s*"
+                   r"(?:[:=]|\s(?:is|was)\s)?\s*"
                    r"(?P<after>[\w ,&()./-]{3,80}?)(?=[?.!;]|$|\s+(?:area|with|that|which|rated|"
                    r"and\s+(?:rated|with)))|(?P<before>[\w ,&()./-]{2,80}?)[\s-]+(?:primary\s+)?"
                    r"(?:area|track|category)\b)", re.I)
+# "whose primary area is applications to physical sciences (physics, ..., etc.)": a name after
+# "area" that may hold full stops of its own, when the words before "area" named none
+_AREA_NAMED = re.compile(r"\b(?:primary\s+)?area\s*(?:[:=]|\s(?:is|was)\s)?\s*"
+                         r"(?P<after>[\w ,&()./-]{3,80}?)(?=[?!;]|\.(?:\s|$)|$|\s+(?:with|that|"
+                         r"which|rated|and\s+(?:rated|with)))", re.I)
 # "orals in causal reasoning", "within the learning theory ...": an area named exactly after "in"
 _IN_AREA = re.compile(r"\b(?:in|within|from)\s+(?:the\s+)?(?=\w)", re.I)
 # "the optimization papers", "learning theory orals": an area named exactly before the noun
@@ -155,6 +161,10 @@ _AREA_END = re.compile(r"\s*(?:[^\w\s]|$|(?:and|or|with|that|which|rated|about|o
 _BARE_RATING = re.compile(r"\b(?:ones|papers|those|these|them|they|are|averag\w*)\s+(?:that\s+are\s+)?"
                           r"(above|over|below|under|at least|at most)\s+(\d(?:\.\d{1,2})?)"
                           r"(?![\d.]*\s*(?:%|x\b|times|points|pp|layers|billion|[bBmMkK]\b))", re.I)
+# "6 or more on average", "7+ on average", "5.5 or lower on average"
+_RATING_AVERAGE = re.compile(r"(?<![\w.])(\d(?:\.\d{1,2})?)\s*(\+|or\s+(?:more|higher|above|better|"
+                             r"over|less|lower|below|worse|under))\s+(?:on\s+)?(?:average|avg|"
+                             r"mean)\b", re.I)
 _PLUS = re.compile(r"(?<![\w.])(\d{1,2}(?:\.\d{1,2})?)\s?\+(?!\w)")
 _RATING_WORD = re.compile(r"\b(?:rat\w*|scor\w*|review\w*|average|mean)\b", re.I)
 #: Longest author name read from a question (the longest in ICLR 2018's list is 31 chars).
@@ -194,7 +204,8 @@ class FilterSlots:
 
 
 #: Words that ask for papers or counts without naming a topic (stemmed, as BM25 sees them).
-_NO_TOPIC = frozenset("how mani number count total paper work submiss articl studi list show "
+_NO_TOPIC = frozenset("some few sever coupl pl pleas thank good interest cool nice "
+                      "how mani number count total paper work submiss articl studi list show "
                       "give find tell me all ani there which what are were is was the in of "
                       "accept conferenc index corpus iclr year public entri".split())
 
@@ -322,6 +333,12 @@ def _clause(text: str) -> str:
     return " ".join(w for w in head.split() if w.lower() not in _FILLER)
 
 
+#: Capitalised words a year after them still filters by: the venue, and a sentence's first word
+#: ("In 2018", "From 2018 on").
+_YEAR_OWNERS = frozenset("iclr in from since of for at before after during and or the year "
+                         "published accepted submitted only just papers".split())
+
+
 def read_filters(question: str, *, areas: Sequence[str] = ()) -> FilterSlots:
     """The :class:`FilterSlots` of ``question``; ``areas`` are the index's primary areas (an
     area is a filter only when the question says "area"/"track"/"category" next to its name)."""
@@ -361,6 +378,10 @@ def read_filters(question: str, *, areas: Sequence[str] = ()) -> FilterSlots:
                 else "<=" if tail else ">="
         take(m, "rating", f"{op}{m.group(2)}")
     if "rating" not in values:
+        for m in _RATING_AVERAGE.finditer(question):
+            low = re.search(r"less|lower|below|worse|under", m.group(2), re.I)
+            take(m, "rating", f"{'<=' if low else '>='}{m.group(1)}")
+    if "rating" not in values:
         for m in _BARE_RATING.finditer(question):
             take(m, "rating", f"{_OPS[m.group(1).lower()]}{m.group(2)}", m.start(1), m.end())
     if _RATING_WORD.search(question):
@@ -368,6 +389,10 @@ def read_filters(question: str, *, areas: Sequence[str] = ()) -> FilterSlots:
             if float(m.group(1)) <= 10 and not any(a <= m.start() < b for a, b in spans):
                 take(m, "rating", f">={m.group(1)}")
     for m in _YEAR.finditer(question):
+        before = re.search(r"([A-Za-z][\w-]*)\s*$", question[:m.start()])
+        if before and before.group(1)[0].isupper() and \
+                before.group(1).lower() not in _YEAR_OWNERS:
+            continue  # "the Algonauts 2025 challenge", "AIME 2025": part of a name
         take(m, "year", m.group(1))
     for pattern in (_AUTHOR, _AUTHOR_LOWER, _AUTHOR_OWNER):
         for m in pattern.finditer(question):
@@ -387,6 +412,12 @@ def read_filters(question: str, *, areas: Sequence[str] = ()) -> FilterSlots:
                     start = lead.start() if lead else start
                     take(m, "primary_area", area, start, m.end())
                     break
+    if areas and "primary_area" not in values:
+        for m in _AREA_NAMED.finditer(question):
+            area = match_area(m.group("after"), areas)
+            if area:
+                take(m, "primary_area", area)
+                break
     if areas and "primary_area" not in values:
         for m in _IN_AREA.finditer(question):
             words = list(re.finditer(r"[\w&'-]+(?:,)?", question[m.end():]))
@@ -506,11 +537,35 @@ def _number(word: str) -> int:
     return int(word) if word.isdigit() else _CARDINAL.get(word, _ORDINAL.get(word, 0))
 
 
+_LATTER = re.compile(r"\bthe\s+(latter|former)(?:\s+(?:one|paper|work))?\b", re.I)
+#: "both", "the two", "these two": two papers, when one is under discussion the one before too.
+_BOTH = re.compile(r"\b(?:both|(?:the|these|those)\s+two|(?:each|either)\s+of\s+(?:them|"
+                   r"these|those)|(?:one|it)\s+(?:and|with|against|vs\.?)\s+the\s+"
+                   r"(?:previous|other|earlier|last)\s+one)\b", re.I)
+
+
+_SAME_AREA = re.compile(r"\b(?:in|from|of|within|to)\s+(?:that|this|the\s+same|their|its|his|"
+                        r"her)\s+(?:primary\s+)?(?:area|track|category|field|subfield)\b"
+                        r"|\bsame\s+(?:primary\s+)?(?:area|track|category)\s+as\b", re.I)
+
+
+def same_area(text: str) -> bool:
+    """True when ``text`` restricts to the area of what came before ("the best-rated paper in
+    that area overall", "orals in the same area as this one")."""
+    return bool(_SAME_AREA.search(text))
+
+
+def pair(text: str) -> bool:
+    """True when ``text`` speaks of two papers together ("bibtex for both", "compare the
+    two", "these two"): after two turns about one paper each, those two."""
+    return bool(_BOTH.search(text))
+
+
 def positions(text: str, n_previous: int = 0) -> tuple[list[int], list[tuple[int, int]]]:
     """Papers of the previous answer named by number in ``text``, in the turn's order without
     repeats, and the character spans that named them: "[3]", "#2", "paper 4", "the second one",
     "2nd", "the last one" (``n_previous``, the previous answer's number of papers), "the last
-    two". Numbers above ``n_previous`` are kept (the answer says the previous answer did not
+    two", "the latter" ([2]) and "the former" ([1]). Numbers above ``n_previous`` are kept (the answer says the previous answer did not
     show them)."""
     found: list[tuple[int, int]] = []  # (start, number)
     spans: list[tuple[int, int]] = []
@@ -528,6 +583,10 @@ def positions(text: str, n_previous: int = 0) -> tuple[list[int], list[tuple[int
             if all(1 <= n <= n_previous for n in numbers) and \
                     not any(a <= m.start() < b for a, b in spans):
                 found += [(m.start() + i, n) for i, n in enumerate(numbers)]
+                spans.append(m.span())
+        for m in _LATTER.finditer(text):  # after a comparison of two: [1] and [2]
+            if n_previous >= 2:
+                found.append((m.start(), 2 if m.group(1).lower() == "latter" else 1))
                 spans.append(m.span())
         for m in _LAST.finditer(text):
             many = _number(m.group(1)) if m.group(1) else 1

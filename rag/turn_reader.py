@@ -111,6 +111,10 @@ class TurnSlots:
     singular: bool = False
     #: The turn asks for the decision of the papers it points at (:func:`rag.slots.asks_status`).
     asks_status: bool = False
+    #: The turn speaks of two papers together ("both", "the two": :func:`rag.slots.pair`).
+    pair: bool = False
+    #: The turn restricts to the area of what came before (:func:`rag.slots.same_area`).
+    same_area: bool = False
 
 
 def find_slots(text: str, context: TurnContext, areas: Sequence[str],
@@ -126,6 +130,8 @@ def find_slots(text: str, context: TurnContext, areas: Sequence[str],
     out.plural = slots.plural(text)
     out.singular = slots.singular(text)
     out.asks_status = slots.asks_status(text)
+    out.pair = slots.pair(text)
+    out.same_area = slots.same_area(text)
     return out
 
 

@@ -152,14 +152,23 @@ def assemble(text: str, papers: str, op: str, aspect: str, found: TurnSlots,
         plan.order = "rating_asc" if found.ascending else "rating_desc"
     if op in ("extreme", "compare", "survey", "sort", "list", "cite") and found.count:
         plan.n = found.count
+    elif op in ("compare", "cite") and found.pair and papers == "focus":
+        plan.n = 2  # "bibtex for both", "compare the two": see rag.operations._paired
     if op == "refine":
         plan.topic = found.new_subject or query
+        ids = list(dict.fromkeys(i for _, _, ids in found.names for i in ids))
+        if ids and len(ids) <= 2:  # "and RealPDEBench?": a paper named (see resolve_refine)
+            plan.names = list(dict.fromkeys(w for w, _, _ in found.names))
+            plan.ids = ids
     elif op == "count" and papers == "search":
         plan.topic = plan.query = slots.count_topic(query) or query  # what the rule counts
     elif papers == "search":
         plan.topic = query
     if found.asks_status:
         plan.facts = ["status"]
+    if found.same_area and context.has_previous and not any(
+            x.startswith("primary_area") for x in plan.filters):
+        plan.inherit = ["primary_area"]
     if f.foreign:
         plan.notes.append(f.language_note)
     return plan

@@ -283,3 +283,41 @@ def test_compare_it_to_two_named_papers_is_a_three_column_table(accepted_ask):
 def test_which_datasets_is_it_evaluated_on_quotes_the_sentence_naming_them(accepted_ask):
     ans, _ = accepted_ask("AutoDrive-R2 — which driving datasets is it evaluated on?")
     assert ans.hits[0].paper.title.startswith("AutoDrive-R") and "nuScenes and Waymo" in ans.text
+
+
+@pytest.mark.slow
+def test_bibtex_for_a_named_paper(accepted_ask):
+    ans, _ = accepted_ask("BibTeX for StepORLM please")
+    assert ans.kind == "cite" and bibtex_ids(ans.text) == ["ZrgxU8WMmG"]
+
+
+@pytest.mark.slow
+def test_two_turns_about_one_paper_each_are_the_pair_of_both_and_the_two(accepted_ask):
+    ids = {p["title"].split(":")[0]: p["id"] for p in _accepted()}
+    first, history = accepted_ask("Tell me about the Gaia2 benchmark")
+    second, history = accepted_ask("and RealPDEBench?", history)
+    assert second.hits[0].id == ids["RealPDEBench"]  # a refine that names a paper describes it
+    cited, _ = accepted_ask("bibtex for both please", history)
+    assert sorted(bibtex_ids(cited.text)) == sorted([ids["Gaia2"], ids["RealPDEBench"]])
+    compared, _ = accepted_ask("How do they differ? Put them side by side.", history)
+    assert compared.kind == "compare" and sorted(compared.comparison_ids) == sorted(
+        [ids["Gaia2"], ids["RealPDEBench"]])
+
+
+@pytest.mark.slow
+def test_the_latter_after_a_comparison_is_its_second_paper(accepted_ask):
+    ids = {p["title"].split(":")[0]: p["id"] for p in _accepted()}
+    _, history = accepted_ask("Compare dParallel and ES-dLLM")
+    ans, _ = accepted_ask("now give me the bib entry of the latter only", history)
+    assert bibtex_ids(ans.text) == [ids["ES-dLLM"]]
+
+
+@pytest.mark.slow
+def test_in_that_area_takes_the_area_of_the_previous_answer(accepted_ask):
+    papers = _accepted()
+    rl = [p for p in papers if p["primary_area"] == "reinforcement learning"]
+    best = max(_mean(p) for p in rl)
+    _, history = accepted_ask("show me some papers from the reinforcement learning area")
+    ans, _ = accepted_ask("What's the top-rated paper in that area overall?", history)
+    assert "primary_area=reinforcement learning" in ans.filters_applied
+    assert ans.kind == "extreme" and ans.hits[0].paper.rating["mean"] == best

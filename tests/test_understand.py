@@ -30,6 +30,8 @@ from tests.conftest import SEED, SHARED_DATA
     ("compare the weather ones, i.e. 2, 5 and 6", 8, [2, 5, 6]), ("2 and 5 bibtex pls", 8, [2, 5]),
     ("models with 7 and 13 billion parameters", 8, []), ("between 2 and 3x faster", 8, []),
     ("2 and 9", 8, []),  # not both among the 8 shown: numbers of something else
+    ("now give me the bib entry of the latter only", 5, [2]), ("the former one pls", 5, [1]),
+    ("the latter", 1, []),
 ])
 def test_positions(text, n_previous, expected):
     assert slots.positions(text, n_previous)[0] == expected
@@ -98,10 +100,29 @@ AREAS = ["learning theory", "causal reasoning", "optimization", "generative mode
      ["status=oral", "primary_area=causal reasoning"]),
     ("orals in generative models worst first", ["status=oral", "primary_area=generative models"]),
     ("continual learning in generative models of proteins", []),
+    ("only the ones whose primary area is applications to robotics, autonomy, planning.",
+     ["primary_area=applications to robotics, autonomy, planning"]),
+    ("keep me the ones the reviewers liked, 6 or more on average", ["rating>=6"]),
+    ("7.5+ on average only", ["rating>=7.5"]),
+    # a year that is part of a name is no filter; the venue's or a sentence's first word is
+    ("Which paper won the Algonauts 2025 challenge?", []), ("gains on AIME 2025", []),
+    ("ICLR 2018 papers on GANs", ["year=2018"]), ("In 2018, who studied GANs?", ["year=2018"]),
 ])
+
 def test_filters_said_in_new_ways(text, filters):
     got = slots.read_filters(text, areas=AREAS).filters
     assert sorted(got.as_strings() if got else []) == sorted(filters)
+
+
+@pytest.mark.parametrize("text,pair,same_area", [
+    ("bibtex for both please", True, False), ("compare the two", True, False),
+    ("compare these two financial benchmarks", True, False), ("compare them", False, False),
+    ("What's the top-rated paper in that area overall?", False, True),
+    ("list all the orals in the same area as this one", False, True),
+    ("papers in the area of RL", False, False),
+])
+def test_two_papers_together_and_the_area_before(text, pair, same_area):
+    assert slots.pair(text) is pair and slots.same_area(text) is same_area
 
 
 def test_name_index_finds_names_titles_and_not_plain_words():
