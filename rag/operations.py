@@ -84,6 +84,9 @@ class Selection:
     #: Every paper chosen when there may be thousands (a catalog reading): counts, sorts and
     #: extremes run over these; ``hits`` then holds only the first :data:`CATALOG_SHOWN`.
     every: list[Paper] | None = None
+    #: The filters whose every match this selection holds when it is a whole catalog set
+    #: without ``every`` ("the orals among the 114 papers the previous answer found"), else None.
+    matched: list[str] | None = None
 
 
 # --- a refine is the previous plan with one change -------------------------------------------
@@ -213,7 +216,8 @@ def select(plan: Plan, history: Sequence[Turn], retriever: Retriever, settings: 
     from rag.history import last_with_papers
 
     prev = last_with_papers(history)
-    if "primary_area" in plan.inherit and prev is not None:
+    if "primary_area" in plan.inherit and prev is not None and plan.papers in ("catalog",
+                                                                             "search"):
         area = _area_before(prev)
         if area and f"primary_area={area}" not in plan.filters:
             plan.filters = plan.filters + [f"primary_area={area}"]
@@ -325,6 +329,7 @@ def _matched_before(prev: Turn, retriever: Retriever) -> list[Paper]:
 def _from_previous(plan: Plan, source: str, prev: Turn, used: Filters, retriever: Retriever,
                    settings: Settings, k: int, notes: list) -> Selection:
     shown = prev.shown
+    whole: list[Paper] = []
     if source == "positions":
         wanted = [n for n in plan.positions if n in prev.numbered]
         missing = [n for n in plan.positions if n not in prev.numbered]
@@ -347,6 +352,8 @@ def _from_previous(plan: Plan, source: str, prev: Turn, used: Filters, retriever
         if len(whole) > len(shown):  # "how many of those are orals?" after "the RL orals"
             papers = whole
             scope = f"the {len(papers):,} papers the previous answer found"
+        elif whole and len(whole) == len(shown):
+            papers = whole  # all it found were shown: still a whole set for the next turn
     plan.ids = [p.id for p in papers]
     total = len(papers)
     kept = [p for p in papers if not used or used.matches(p)]
@@ -366,6 +373,9 @@ def _from_previous(plan: Plan, source: str, prev: Turn, used: Filters, retriever
     hits = _as_hits(kept)
     sel = Selection(hits, standalone=_about(plan.said, kept), filters=used, scope=scope,
                     total=total, notes=notes, focus=list(range(1, len(hits) + 1)))
+    if whole and source == "previous":
+        sel.matched = list(dict.fromkeys(list(prev.matched_filters or []) +
+                                         (used.as_strings() if used else [])))
     if plan.op == "compare":
         sel.columns = min(len(hits), COMPARE_MAX) if source != "previous" else \
             min(len(hits), plan.n or COMPARE_DEFAULT, COMPARE_MAX)
@@ -603,6 +613,9 @@ def _run(plan: Plan, sel: Selection, retriever: Retriever, settings: Settings) -
         return Outcome(compose.compose("authors", plan.query, hits, embedder), "authors", hits)
     if op == "number" and sel.searched and plan.papers == "search":
         return Outcome(compose.compose("number", plan.query, hits, embedder), "number", hits)
+    if op == "lookup" and plan.papers in ("previous", "focus") and len(hits) > 1 and \
+            len(sel.focus) > 1:
+        return _pick_among(plan, sel, retriever)
     discussed = plan.papers in ("previous", "focus", "positions", "named") or op == "number"
     if discussed:
         focus = sel.focus or [1]
@@ -613,6 +626,56 @@ def _run(plan: Plan, sel: Selection, retriever: Retriever, settings: Settings) -
     kind = "describe" if op == "describe" else "lookup"
     return Outcome(compose.compose(kind, plan.query, hits, embedder, aspect=plan.aspect,
                                    min_dense=MIN_DENSE), kind, hits, prose=True)
+
+
+#: A term of the turn picks among the previous answer's papers when at most this share of them
+#: has it (a term all of them have, "LLM" after a search on LLMs, picks none).
+PICK_MAX_SHARE = 0.6
+
+
+def _pick_among(plan: Plan, sel: Selection, retriever: Retriever) -> Outcome:
+    """"Which of these use quantization?": the previous answer's papers whose title or abstract
+    has a term of the turn that not most of them have (:data:`PICK_MAX_SHARE`), each with its
+    best sentence for the turn, then the others; with no such term, the papers whose best
+    sentence is within :data:`rag.compose.QUOTE_RELATIVE` of the best one's relevance."""
+    from rag.compose import QUOTE_RELATIVE, question_terms
+    from rag.lexical import query_terms
+
+    hits = sel.hits
+    asked = re.split(r"\b(?:rather\s+than|instead\s+of|but\s+not|except|excluding|other\s+than)\b",
+                     plan.query, maxsplit=1, flags=re.I)[0]  # "VLMs rather than text-only LLMs"
+    wanted = question_terms(asked) - compose.GENERIC_TERMS
+    terms = {h.id: set(query_terms(f"{h.paper.title} {h.paper.abstract}")) for h in hits}
+    picking = {t for t in wanted
+               if 0 < sum(t in terms[h.id] for h in hits) <= PICK_MAX_SHARE * len(hits)}
+    cands = compose.candidates(plan.query, hits, retriever.embedder)
+    best = {n: (cands[n] or [None])[0] for n in range(1, len(hits) + 1)}
+    score = {n: c.score if c else -1.0 for n, c in best.items()}
+    if picking:
+        chosen = [n for n in range(1, len(hits) + 1) if picking & terms[hits[n - 1].id]]
+    else:
+        top = max(score.values(), default=0.0)
+        chosen = [n for n in score if top > 0 and score[n] >= QUOTE_RELATIVE * top]
+    chosen.sort(key=lambda n: -score[n])
+    rest = [n for n in range(1, len(hits) + 1) if n not in chosen]
+    order = chosen + rest
+    new_hits = [hits[n - 1] for n in order]
+    quotes = {}
+    for i, n in enumerate(order, start=1):
+        ok = [c for c in cands[n] if picking & set(query_terms(c.text))] if picking else []
+        quotes[i] = ok[0] if ok else best[n]
+    scope = sel.scope or f"the {len(hits)} papers of the previous answer"
+    how = "say so in their abstracts" if picking else "come closest, by their abstracts"
+    if chosen:
+        out = [direct(f"{len(chosen)} of {scope} {how}:", list(range(1, len(chosen) + 1)))]
+        out += [item(new_hits[i - 1], i, quotes[i]) for i in range(1, len(chosen) + 1)]
+        if rest and picking:
+            out.append(note(f"The other {len(rest)} do not say it in their abstracts."))
+    else:
+        out = [note(f"None of {scope} says this in its abstract; the closest:")]
+        out += [item(new_hits[i - 1], i, quotes[i]) for i in range(1, min(3, len(new_hits)) + 1)]
+    return Outcome(out, "lookup", new_hits, about=list(range(1, max(1, len(chosen)) + 1)),
+                   prose=False)
 
 
 def _scope_head(plan: Plan, sel: Selection, n: int) -> str:

@@ -107,7 +107,7 @@ _RATING = re.compile(
     r"(?:rating|score)s?|rated|scored)"
     r"\s*(?:(?:is|are|was|were|of)\s+)?(>=|<=|>|<|=|≥|≤|at least|at most|above|over|below|under|greater than|"
     r"more than|higher than|less than|lower than|of at least|no less than|no more than)?\s*"
-    r"(\d{1,2}(?:\.\d{1,2})?)(?![\d.])(?:\s*(?:/|out of)\s*10)?(\s+or\s+(?:higher|more|above|better|greater|"
+    r"(\d{1,2}(?:\.\d{1,2})?)(?!\d|\.\d)(?:\s*(?:/|out of)\s*10)?(\s+or\s+(?:higher|more|above|better|greater|"
     r"lower|less|below|worse))?(?:\s+and\s+(?:up|above))?", re.I)
 _OPS = {">=": ">=", "≥": ">=", "at least": ">=", "of at least": ">=", "no less than": ">=",
         "<=": "<=", "≤": "<=", "at most": "<=", "no more than": "<=", ">": ">", "above": ">",
@@ -145,8 +145,8 @@ _AREA = re.compile(r"\b(?:(?:in|from|of|within)\s+(?:the\s+)?)?(?:(?:primary\s+)
 # "whose primary area is applications to physical sciences (physics, ..., etc.)": a name after
 # "area" that may hold full stops of its own, when the words before "area" named none
 _AREA_NAMED = re.compile(r"\b(?:primary\s+)?area\s*(?:[:=]|\s(?:is|was)\s)?\s*"
-                         r"(?P<after>[\w ,&()./-]{3,80}?)(?=[?!;]|\.(?:\s|$)|$|\s+(?:with|that|"
-                         r"which|rated|and\s+(?:rated|with)))", re.I)
+                         r"(?P<after>[\w ,&()./-]{3,80}?)(?=[?!;,]|\.(?:\s|$)|$|\s+(?:with|that|"
+                         r"which|rated|and\s+(?:rat|with|score|only)))", re.I)
 # "orals in causal reasoning", "within the learning theory ...": an area named exactly after "in"
 _IN_AREA = re.compile(r"\b(?:in|within|from)\s+(?:the\s+)?(?=\w)", re.I)
 # "the optimization papers", "learning theory orals": an area named exactly before the noun
@@ -545,8 +545,34 @@ _BOTH = re.compile(r"\b(?:both|(?:the|these|those)\s+two|(?:each|either)\s+of\s+
 
 
 _SAME_AREA = re.compile(r"\b(?:in|from|of|within|to)\s+(?:that|this|the\s+same|their|its|his|"
-                        r"her)\s+(?:primary\s+)?(?:area|track|category|field|subfield)\b"
-                        r"|\bsame\s+(?:primary\s+)?(?:area|track|category)\s+as\b", re.I)
+                        r"her)\s+(?:whole\s+|entire\s+)?(?:primary\s+)?(?:area|track|category|"
+                        r"field|subfield)\b"
+                        r"|\bsame\s+(?:primary\s+)?(?:area|track|category)\s+as\b"
+                        # "the lowest rated one there", "which oral there", "the ones in there"
+                        r"|\b(?:ones?|orals?|papers?|posters?|works?)\s+(?:in\s+)?there\b"
+                        r"(?!\s+(?:is|are|was|were)\b)", re.I)
+#: "how many is that", "count them": a turn about what was just shown.
+_REFERS_BACK = re.compile(r"\b(?:that|those|these|them|they|it)\b", re.I)
+
+
+def refers_back(text: str) -> bool:
+    """True when ``text`` points at something said before ("how many is that in total?")."""
+    return bool(_REFERS_BACK.search(text))
+
+
+#: "of these", "among those", "from the ones above": the previous answer's papers, by name of
+#: the set (in the tune part's labelled turns with a previous answer: 191 of 192 such turns are
+#: about the previous answer's papers; the other says "not merely among those").
+_OF_THESE = re.compile(r"(?<!not\s)(?<!not merely\s)(?<!not only\s)(?<!not just\s)\b(?:of|among|"
+                       r"from|in|between)\s+(?:these|those|them|the\s+above|that\s+list|this\s+"
+                       r"list|the\s+(?:ones|papers|list)\s+(?:above|you\s+(?:just\s+)?(?:listed|"
+                       r"showed|gave|mentioned)))\b", re.I)
+
+
+def of_these(text: str) -> bool:
+    """True when ``text`` picks among the previous answer's papers by naming that set ("Of
+    these, which ...", "among those above")."""
+    return bool(_OF_THESE.search(text))
 
 
 def same_area(text: str) -> bool:

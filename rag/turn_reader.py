@@ -115,6 +115,11 @@ class TurnSlots:
     pair: bool = False
     #: The turn restricts to the area of what came before (:func:`rag.slots.same_area`).
     same_area: bool = False
+    #: The turn picks among the previous answer's papers by naming the set ("of these":
+    #: :func:`rag.slots.of_these`).
+    of_these: bool = False
+    #: The turn points at something said before ("that", "them": :func:`rag.slots.refers_back`).
+    refers_back: bool = False
 
 
 def find_slots(text: str, context: TurnContext, areas: Sequence[str],
@@ -132,6 +137,8 @@ def find_slots(text: str, context: TurnContext, areas: Sequence[str],
     out.asks_status = slots.asks_status(text)
     out.pair = slots.pair(text)
     out.same_area = slots.same_area(text)
+    out.of_these = slots.of_these(text)
+    out.refers_back = slots.refers_back(text)
     return out
 
 

@@ -51,6 +51,8 @@ def allowed_papers(context: TurnContext, found: TurnSlots) -> set[str]:
     if found.names or found.quoted or found.sides or context.has_previous and \
             _describes(found.filters.query):
         allowed.add("named")  # by name, by title, or by description ("the protein one")
+    if found.of_these and context.has_previous:
+        allowed -= {"search", "catalog"}  # "Of these, which target VLMs?"
     if found.asks_status and (context.has_previous or found.names or found.quoted):
         allowed -= {"search", "catalog"}  # "was it an oral?" is about papers already named
     return allowed
@@ -77,6 +79,11 @@ def compatible(papers: str, op: str, context: TurnContext, found: TurnSlots | No
         return False
     if found is not None and found.sides and op != "compare":
         return False
+    if found is not None and papers == "catalog" and op == "count" and context.has_previous \
+            and found.refers_back and not found.filters.filters and context.n_previous > 1:
+        return False  # "how many is that in total?": the papers just shown, not the whole list
+    if found is not None and found.of_these and context.has_previous and op == "refine":
+        return False  # "of these, which ...": picks among them, not the question asked again
     if found is not None and found.asks_status and op in ("refine", "list", "count"):
         return False  # "was it an oral?" asks a fact of the papers in hand
     if papers == "catalog" and op in _ONE_PAPER_OPS:
@@ -88,6 +95,7 @@ def compatible(papers: str, op: str, context: TurnContext, found: TurnSlots | No
     return True
 
 
+_WHICH = re.compile(r"\bwhich\b", re.I)
 #: Operations a singular reference ("that one", "this paper") applies to one paper.
 #: ("which one of these ..." picks among the previous answer's papers: not this rule).
 _SINGLE_OPS = ("describe", "authors", "number", "cite", "similar")
@@ -146,6 +154,9 @@ def assemble(text: str, papers: str, op: str, aspect: str, found: TurnSlots,
         plan.ids = list(dict.fromkeys(i for _, _, ids in found.names for i in ids))
     if op == "compare" and found.sides:
         plan.sides = list(found.sides)
+    if op == "survey" and not aspect and found.of_these and papers in ("previous", "focus") and \
+            _WHICH.search(text):
+        op = plan.op = "lookup"  # "Of these, which target VLMs?": picks among them
     if op == "extreme" and found.count is None and found.plural:
         op = plan.op = "sort"  # "the highest-rated papers on X": an ordering, not one paper
     if op in ("sort", "extreme"):

@@ -321,3 +321,24 @@ def test_in_that_area_takes_the_area_of_the_previous_answer(accepted_ask):
     ans, _ = accepted_ask("What's the top-rated paper in that area overall?", history)
     assert "primary_area=reinforcement learning" in ans.filters_applied
     assert ans.kind == "extreme" and ans.hits[0].paper.rating["mean"] == best
+
+
+@pytest.mark.slow
+def test_which_of_these_does_x_picks_the_previous_papers_that_say_it(accepted_ask):
+    first, history = accepted_ask("kv cache compression")
+    ans, _ = accepted_ask("which of these use quantization?", history)
+    before = {h.id for h in first.hits}
+    said = [h for h in first.hits if "quantiz" in f"{h.paper.title} {h.paper.abstract}".lower()]
+    assert ans.kind == "lookup" and {h.id for h in ans.hits} <= before
+    assert 0 < len(said) < len(first.hits)
+    assert ans.text.startswith(f"{len(said)} of the {len(first.hits)} papers")
+    assert {h.id for h in ans.hits[:len(said)]} == {h.id for h in said}
+
+
+@pytest.mark.slow
+def test_of_these_is_never_a_new_search(accepted_ask):
+    first, history = accepted_ask("jailbreak attacks on LLMs")
+    ans, _ = accepted_ask("Of these, which target multimodal or vision-language models rather "
+                          "than text-only LLMs?", history)
+    assert ans.plan["papers"] in ("previous", "focus")
+    assert {h.id for h in ans.hits} <= {h.id for h in first.hits}
