@@ -58,9 +58,11 @@ PAPERS_PER_STEP = 64
 #: load, check, normalise, catalog and bm25. In the dense fill, chunking (and normalising what
 #: phase 1 did not) runs in a helper thread and store and catalog in a writer thread, beside
 #: embedding (:func:`_embed_papers`), so their seconds overlap the embedder's; ``wait`` is the
-#: embedding loop's own time spent waiting for them (the part that was not hidden).
+#: embedding loop's own time spent waiting for them (the part that was not hidden). The paper
+#: names (``names``, phase 1) are written by a child process beside the BM25 build: the stage is
+#: the time phase 1 waited for them after BM25 was done.
 STAGES = ("load", "check", "normalise", "chunk", "embed", "store", "catalog", "wait", "bm25",
-          "vectors", "layout")
+          "names", "vectors", "layout")
 
 
 @dataclass
@@ -137,7 +139,8 @@ class _Lock:
 def build_index(source: str | Path | LoadResult, *, settings: Settings, embedder: Embedder,
                 name: str | None = None, fmt: str = "auto", prune: bool = False,
                 progress: bool = True,
-                log: Callable[[str], None] = lambda m: print(m, file=sys.stderr)) -> BuildSummary:
+                log: Callable[[str], None] = lambda m: print(m, file=sys.stderr),
+                names: Callable[[Path, str], object] | None = None) -> BuildSummary:
     """Build or update index ``name`` (default ``settings.index``) from a paper list, in the two
     phases of the module docstring: the index answers once the first is done
     (:attr:`BuildSummary.ready_seconds`) and is complete when this returns.
@@ -148,6 +151,10 @@ def build_index(source: str | Path | LoadResult, *, settings: Settings, embedder
         prune: delete indexed papers that are not in ``source``.
         progress: show a tqdm bar (papers/s, ETA) on a terminal.
         log: where problem lines and notes go (stderr by default).
+        names: ``names(index_dir, catalog fingerprint)`` writes the index's paper names
+            (:func:`rag.names.write_names`, passed in by the front doors: the write side does
+            not import the query side); run in phase 1 beside BM25, so the first question
+            reads them instead of building them. None: the first reader builds and saves them.
     Returns:
         A :class:`BuildSummary`.
     Raises:
@@ -245,10 +252,16 @@ def build_index(source: str | Path | LoadResult, *, settings: Settings, embedder
         fingerprint = catalog_fingerprint(catalog.hashes())
         changed = bool(new_rows or meta_only or summary.pruned)
         # It is also rebuilt when it was made with other BM25 parameters (an older version).
+        # The paper names are written meanwhile, in a child process (they skip themselves when
+        # current).
+        wait_names = _start_names(names, index_dir, fingerprint, log) if names else None
         if changed or not LexicalIndex.is_current(lexical_dir) or \
                 (recorded or {}).get("catalog_fingerprint") != fingerprint:
             with summary.timed("bm25"):
                 lexical_from_catalog(catalog).save(lexical_dir)
+        if wait_names is not None:
+            with summary.timed("names"):
+                wait_names()
 
         n_papers = catalog.count()
         progress_state = {"complete": False, "papers": n_papers,
@@ -365,6 +378,39 @@ def _normalise_in_processes(papers: list[Paper], workers: int) -> dict[str, tupl
         for part, texts in zip(parts, done):
             out.update({p.id: t for p, t in zip(part, texts)})
     return out
+
+
+def _start_names(write: Callable[[Path, str], object], index_dir: Path, fingerprint: str,
+                 log: Callable[[str], None]) -> Callable[[], None]:
+    """Start ``write(index_dir, fingerprint)`` (the paper names: see :func:`build_index`) in a
+    forked child process, where it runs beside the BM25 build on the other core; returns the
+    function that waits for it. Without fork, that function runs it. A failure is logged, not
+    raised: a reader then builds the names itself."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    pool = future = None
+    if "fork" in multiprocessing.get_all_start_methods():
+        try:
+            pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork"))
+            future = pool.submit(write, index_dir, fingerprint)
+        except Exception:  # noqa: BLE001 - no process to be had: written when waited for
+            pool = future = None
+
+    def wait() -> None:
+        try:
+            if future is None:
+                write(index_dir, fingerprint)
+            else:
+                future.result()
+        except Exception as exc:  # noqa: BLE001 - the names are an optimisation of the reader
+            log(f"paper names not written ({type(exc).__name__}: {exc}); the first question "
+                "builds them")
+        finally:
+            if pool is not None:
+                pool.shutdown()
+
+    return wait
 
 
 def _keep_recorded(recorded: dict, settings: Settings, embedder: Embedder, name: str,

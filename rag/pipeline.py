@@ -36,6 +36,7 @@ def ensure_index(settings: Settings, embedder: Embedder, name: str | None = None
     from index.build import build_index, delete_index
     from index.reader import index_exists
     from rag.errors import IndexNotFoundError
+    from rag.names import write_names
 
     name = name or settings.index
     if index_exists(settings, name):
@@ -52,7 +53,7 @@ def ensure_index(settings: Settings, embedder: Embedder, name: str | None = None
                                  f"paperchat index PATH --name {name}")
     log(f"building the default index from the bundled corpus {SEED_CORPUS.name} (first use) ...")
     summary = build_index(SEED_CORPUS, settings=settings, embedder=embedder, name=name,
-                          progress=sys.stderr.isatty(), log=log)
+                          progress=sys.stderr.isatty(), log=log, names=write_names)
     log(summary.line())
 
 
