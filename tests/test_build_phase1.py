@@ -1,0 +1,102 @@
+"""Phase 1 of a build made faster without changing what it writes: each shortcut is compared with
+the plain way it replaced (the library's own LaTeX conversion, the old compound-name rule, the
+catalog record of dataclasses.asdict), on hand-made cases, on a seeded random sample of
+LaTeX-like strings, and on the shared ICLR lists when present."""
+
+from __future__ import annotations
+
+import random
+from functools import lru_cache
+
+import pytest
+
+from index.sources import load_papers
+from rag import text
+from tests.conftest import SEED, SHARED_DATA
+
+#: Strings where the head the fast path leaves out of the parse ends at each kind of markup.
+CASES = [
+    "plain words then $x^2$ and more", "a~b then c", "dash -- en and --- em", "a-b -c- d--e",
+    "``quoted'' words", "it's 'single' quotes''", "Hola !`que? y ?`como", "a & b",
+    r"escaped \% percent", r"ends with a macro \alpha", r"\alpha at the start",
+    "   leading spaces $x$", " \n\n $x$ after a paragraph", "para one\n\npara two $y$",
+    r"we introduce $\texttt{StepORLM}$, a framework", r"F${}^2$SA is fast",
+    r"unclosed $x and {brace", r"closing } first then $a$", r"\begin{itemize} \item one",
+    "trailing backslash \\", "é and ² then $\\beta$", "{braced} start", "no markup at all",
+    "x" * 50 + "--" + "y" * 50, "!`", "?", "!", "''", "-", "--", "$", "\\", "%",
+]
+ALPHABET = list("ab \n\\${}%&~`'-!?^_[]()x1é²") + [
+    r"\alpha", r"\textbf", r"\texttt{", "$$", r"\begin{itemize}", r"\item", r"\end{itemize}",
+    "--", "''", "``", "!`", "?`", r"\%", "\n\n", r"\frac{1}{2}", "{}"]
+
+
+@lru_cache(maxsize=1)
+def plain_converter():
+    return text._make_converter(fast=False)
+
+
+def latexish_texts(every: int = 1) -> list[str]:
+    """The texts of the seed list and, when present, of every ``every``-th paper of the shared
+    ICLR lists that the LaTeX conversion sees (escaped as latex_to_text escapes them)."""
+    papers = load_papers(SEED).papers
+    for name in ("iclr2026_all.jsonl", "iclr2018.jsonl"):
+        if (SHARED_DATA / name).is_file():
+            papers += load_papers(SHARED_DATA / name).papers[::every]
+    return [text._UNESCAPED_PERCENT.sub(r"\\%", t) for p in papers
+            for t in (p.title, p.abstract, *p.keywords) if text._LATEXISH.search(t)]
+
+
+def random_strings(n: int, seed: int = 22) -> list[str]:
+    rng = random.Random(seed)
+    out = ["".join(rng.choice(ALPHABET) for _ in range(rng.randint(1, 40))) for _ in range(n)]
+    return [text._UNESCAPED_PERCENT.sub(r"\\%", s) for s in out]
+
+
+def convert_or_error(convert, s: str):
+    try:
+        return convert(s)
+    except Exception as exc:  # noqa: BLE001 - both must fail alike
+        return ("raised", type(exc).__name__)
+
+
+@pytest.mark.parametrize("s", CASES)
+def test_the_fast_latex_conversion_is_the_library_s_own_on_each_kind_of_markup(s):
+    s = text._UNESCAPED_PERCENT.sub(r"\\%", s)
+    assert convert_or_error(text._latex_converter(), s) == convert_or_error(plain_converter(), s)
+
+
+def test_the_fast_latex_conversion_is_the_library_s_own_on_random_strings():
+    fast, plain = text._latex_converter(), plain_converter()
+    diff = [s for s in random_strings(4000) if convert_or_error(fast, s) != convert_or_error(plain, s)]
+    assert diff == []
+
+
+def test_the_fast_latex_conversion_is_the_library_s_own_on_real_abstracts():
+    """Every LaTeX-like title, abstract and keyword of the seed list and of every 8th paper of
+    the shared lists (all 19,630 + 995 papers were checked once: the same text)."""
+    fast, plain = text._latex_converter(), plain_converter()
+    texts = latexish_texts(every=8)
+    assert texts
+    assert [s for s in texts if convert_or_error(fast, s) != convert_or_error(plain, s)] == []
+
+
+def test_the_indexed_specials_lookup_answers_as_pylatexenc_at_every_position():
+    from pylatexenc import latexwalker
+    from pylatexenc.macrospec import LatexContextDb
+
+    db = latexwalker.get_default_latex_context_db()
+    fast = text._specials_lookup(db)
+    for s in CASES + random_strings(300, seed=7):
+        for pos in range(len(s)):
+            assert fast(s, pos) is LatexContextDb.test_for_specials(db, s, pos), (s, pos)
+
+
+def test_the_head_left_out_of_the_parse_stops_at_every_specials_sequence():
+    from pylatexenc import latexwalker
+
+    db = latexwalker.get_default_latex_context_db()
+    pattern = text._first_markup(db)
+    for category in db.category_list:
+        for chars in db.d[category]["specials"]:
+            assert pattern.search(f"words {chars} words").start() == 6, chars
+    assert pattern.search("a-b 'c' !d ?e then --").start() == 19
