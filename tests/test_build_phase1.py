@@ -6,12 +6,13 @@ LaTeX-like strings, and on the shared ICLR lists when present."""
 from __future__ import annotations
 
 import random
+import re
 from functools import lru_cache
 
 import pytest
 
 from index.sources import load_papers
-from rag import text
+from rag import lexical, text
 from tests.conftest import SEED, SHARED_DATA
 
 #: Strings where the head the fast path leaves out of the parse ends at each kind of markup.
@@ -100,3 +101,41 @@ def test_the_head_left_out_of_the_parse_stops_at_every_specials_sequence():
         for chars in db.d[category]["specials"]:
             assert pattern.search(f"words {chars} words").start() == 6, chars
     assert pattern.search("a-b 'c' !d ?e then --").start() == 19
+
+
+# --- BM25's compound names -----------------------------------------------------------------------
+def old_compound_terms(t: str) -> list[str]:
+    """rag.lexical.compound_terms as it was: greedy runs, each match split into parts."""
+    joined_re = re.compile(r"\b[A-Za-z0-9]+(?:[-_.][A-Za-z0-9]+)+\b")
+    spaced_re = re.compile(r"\b([A-Za-z][A-Za-z0-9]*)((?:[\s_-]+\d[A-Za-z0-9.]*)+)")
+
+    def is_name(parts):
+        whole = "".join(parts)
+        return ((any(c.isdigit() for c in whole) and any(c.isalpha() for c in whole))
+                or any(len(p) == 1 and p.isalpha() for p in parts)
+                or sum(any(c.isupper() for c in p) for p in parts) >= 2)
+
+    out = [m.group(0) for m in joined_re.finditer(t) if is_name(re.split(r"[-_.]", m.group(0)))]
+    out += [m.group(0) for m in spaced_re.finditer(t)
+            if m.group(1).lower() not in lexical._stopwords()]
+    joined = (lexical._SEPARATORS.sub("", x).lower() for x in out)
+    return [x for x in dict.fromkeys(joined) if len(x) >= 3]
+
+
+NAMES = ["Part-X-MLLM", "Qwen2.5-7B", "qwen 2.5 7b", "GPT-4o", "Go-Browse", "fine-tuning",
+         "e.g. i.e. a.k.a", "in 2018 we", "0.5 and 2018-2019", "x-_-y", "A_b-C.d", "llama 3 8b",
+         "Llama--3", "a.b.c-d", "café-Net2", "R2-D2 and C-3PO", "word_ 3", "v1.2.3-rc1",
+         "the_end_", "_x-y", "GPT 4 and GPT-4 and gpt4"]
+
+
+@pytest.mark.parametrize("t", NAMES)
+def test_compound_terms_as_the_old_rule_gave_them(t):
+    assert lexical.compound_terms(t) == old_compound_terms(t)
+
+
+def test_compound_terms_as_the_old_rule_gave_them_on_real_abstracts():
+    papers = load_papers(SEED).papers
+    if (SHARED_DATA / "iclr2026_all.jsonl").is_file():
+        papers += load_papers(SHARED_DATA / "iclr2026_all.jsonl").papers[::4]
+    texts = [f"{p.title}. {'; '.join(p.keywords)}. {p.abstract}" for p in papers]
+    assert [t for t in texts if lexical.compound_terms(t) != old_compound_terms(t)] == []
