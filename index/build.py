@@ -202,9 +202,10 @@ def build_index(source: str | Path | LoadResult, *, settings: Settings, embedder
         new_rows: list[Paper] = []    # new papers and papers with a new title or abstract
         meta_only: list[Paper] = []   # same text, other metadata
         fill: list[Paper] = []        # papers to embed, in list order
+        hashes: dict[str, str] = {}   # content hash of each listed paper
         for paper in loaded.papers:
             old = existing.get(paper.id)
-            new = content_hash(paper)
+            new = hashes[paper.id] = content_hash(paper)
             done = paper.id in embedded and old is not None and \
                 text_hash(old) == text_hash(new)
             if old == new:
@@ -226,7 +227,7 @@ def build_index(source: str | Path | LoadResult, *, settings: Settings, embedder
         if new_rows:
             with summary.timed("catalog"):
                 for start in range(0, len(new_rows), 2000):
-                    catalog.put([(p, content_hash(p), 0, normalised[p.id][2])
+                    catalog.put([(p, hashes[p.id], 0, normalised[p.id][2])
                                  for p in new_rows[start:start + 2000]])
         if meta_only:
             stored = [p for p in meta_only if p.id in embedded]
@@ -234,7 +235,7 @@ def build_index(source: str | Path | LoadResult, *, settings: Settings, embedder
                 _update_metadata(store, catalog, stored, embedder, normalised)
             waiting = [p for p in meta_only if p.id not in embedded]
             if waiting:
-                catalog.put([(p, content_hash(p), 0, normalised[p.id][2]) for p in waiting])
+                catalog.put([(p, hashes[p.id], 0, normalised[p.id][2]) for p in waiting])
             summary.updated_metadata = len(meta_only)
 
         if prune:

@@ -59,8 +59,8 @@ def index_exists(settings: Settings, name: str) -> bool:
 
 def lexical_from_catalog(catalog: Catalog) -> LexicalIndex:
     """A BM25 index over every paper of ``catalog`` (its stored search texts)."""
-    rows = list(catalog.papers())
-    return LexicalIndex.build([p.id for p, _ in rows], [t for _, t in rows])
+    rows = catalog.search_texts()
+    return LexicalIndex.build([pid for pid, _ in rows], [t for _, t in rows])
 
 
 def open_paper_vectors(index_dir: Path, store: ChromaStore, catalog: Catalog,

@@ -5,12 +5,15 @@ LaTeX-like strings, and on the shared ICLR lists when present."""
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import random
 import re
 from functools import lru_cache
 
 import pytest
 
+from index.catalog import paper_record
 from index.sources import load_papers
 from rag import lexical, text
 from tests.conftest import SEED, SHARED_DATA
@@ -139,3 +142,13 @@ def test_compound_terms_as_the_old_rule_gave_them_on_real_abstracts():
         papers += load_papers(SHARED_DATA / "iclr2026_all.jsonl").papers[::4]
     texts = [f"{p.title}. {'; '.join(p.keywords)}. {p.abstract}" for p in papers]
     assert [t for t in texts if lexical.compound_terms(t) != old_compound_terms(t)] == []
+
+
+# --- the catalog record ---------------------------------------------------------------------------
+def test_a_catalog_record_is_the_json_of_dataclasses_asdict():
+    papers = load_papers(SEED).papers
+    for name in ("iclr2026_all.jsonl", "iclr2018_papercopilot.json"):
+        if (SHARED_DATA / name).is_file():
+            papers += load_papers(SHARED_DATA / name).papers
+    for p in papers:
+        assert paper_record(p) == json.dumps(dataclasses.asdict(p), ensure_ascii=False), p.id
