@@ -274,11 +274,12 @@ def cmd_ask(args) -> int:
     from rag import history as hist
     from rag.answer import check_question
     from rag.filters import Filters
-    from rag.pipeline import Pipeline
+    from rag.pipeline import Pipeline, require_index
 
     settings = _settings(args)
     question = check_question(args.question, settings.max_question_chars)
     filters = Filters.parse(args.filter)
+    require_index(settings)  # before any model is loaded: an index not built yet fails at once
     pipe = Pipeline(settings)
     pipe.generator  # validates --model before any retrieval work
     path = hist.conversation_path(settings.home, settings.index)
