@@ -27,6 +27,7 @@ import re
 import threading
 import unicodedata
 from functools import lru_cache
+from itertools import compress
 from pathlib import Path
 from typing import Iterable, Sequence
 
@@ -163,22 +164,30 @@ class NameIndex:
             if ":" in p.title and 1 <= len(words) <= HEAD_WORDS and len("".join(words)) >= 4:
                 heads.setdefault(tuple(words), []).append(p.id)
         firsts = {h[0] for h in heads}
+        # the words a longer head goes on from: past them no longer phrase can be a head
+        leads = {h[:size] for h in heads for size in range(1, len(h))}
         said: dict[tuple[str, ...], set[str]] = {}
         for p in papers:
             words = _plain(f"{p.title} {p.abstract}")
             present = firsts.intersection(words)
             if not present:
                 continue
-            for i, w in enumerate(words):
-                if w not in present:
-                    continue
+            # the positions of those words, found in C (most of an abstract's words are not)
+            for i in compress(range(len(words)), map(present.__contains__, words)):
                 for size in range(1, HEAD_WORDS + 1):
                     key = tuple(words[i:i + size])
-                    if len(key) == size and key in heads:
+                    if len(key) < size:
+                        break
+                    if key in heads:
                         said.setdefault(key, set()).add(p.id)
+                    if key not in leads:
+                        break
         self.head_phrases = {k: v for k, v in heads.items()
                              if len(said.get(k, ())) <= MAX_NAMED_PAPERS}
         may_be_coined = _MAY_BE_COINED.search
+        #: word as written -> its folded key when it is a coined name of 3+ characters, else
+        #: None: the same words recur across abstracts (LLMs, GPT-4o), each is judged once
+        coined: dict[str, str | None] = {}
         n = 0
         for p in papers:
             n += 1
@@ -190,11 +199,14 @@ class NameIndex:
                 self.titles.setdefault(name, []).append(p.id)
                 if p.title.partition(":")[0].strip().isupper():
                     self.capitals.add(name)
-            for w in WORD.findall(f"{p.title} {p.abstract}"):
-                if may_be_coined(w) and _coined(w):
-                    key = fold(w)
-                    if len(key) >= 3:
-                        self.words.setdefault(key, set()).add(p.id)
+            for w in filter(may_be_coined, WORD.findall(f"{p.title} {p.abstract}")):
+                key = coined.get(w, False)
+                if key is False:
+                    key = coined[w] = fold(w) if _coined(w) else None
+                    if key is not None and len(key) < 3:
+                        key = coined[w] = None
+                if key is not None:
+                    self.words.setdefault(key, set()).add(p.id)
             words = _plain(p.title)
             if len(words) >= TITLE_WORDS:
                 self.prefixes.setdefault(tuple(words[:TITLE_WORDS]), []).append(p.id)
