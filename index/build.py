@@ -40,7 +40,7 @@ from index.reader import lexical_from_catalog, open_catalog, open_store
 from index.sources import LoadResult, Problem, load_papers
 from index.vectors import load_vectors, refresh_vectors, text_hash
 from rag.errors import IndexLockedError, PaperchatError
-from rag.lexical import LexicalIndex
+from rag.lexical import LexicalIndex, bm25_text
 from rag.paths import IndexPaths
 from rag.types import Chunk, Paper, chunk_number, paper_of
 
@@ -223,7 +223,7 @@ def build_index(source: str | Path | LoadResult, *, settings: Settings, embedder
             found = catalog.get(left)
             fill += [found[pid] for pid in left if pid in found]
 
-        normalised = _normalise(new_rows + meta_only, summary)
+        normalised, prepared = _normalise(new_rows + meta_only, summary)
         if new_rows:
             with summary.timed("catalog"):
                 for start in range(0, len(new_rows), 2000):
@@ -259,7 +259,7 @@ def build_index(source: str | Path | LoadResult, *, settings: Settings, embedder
         if changed or not LexicalIndex.is_current(lexical_dir) or \
                 (recorded or {}).get("catalog_fingerprint") != fingerprint:
             with summary.timed("bm25"):
-                lexical_from_catalog(catalog).save(lexical_dir)
+                lexical_from_catalog(catalog, prepared).save(lexical_dir)
         if wait_names is not None:
             with summary.timed("names"):
                 wait_names()
@@ -332,53 +332,65 @@ def _repair(store: ChromaStore, catalog: Catalog) -> bool:
 
 
 #: Papers to normalise from which phase 1 uses a pool of processes (one per CPU, at most
-#: :data:`NORMALISE_PROCESSES`): LaTeX conversion (pylatexenc) is pure Python, about 35 s for
-#: the 19,630 ICLR 2026 abstracts on one core of this machine, most of phase 1.
+#: :data:`NORMALISE_PROCESSES`): LaTeX conversion (pylatexenc) is pure Python, about 21 s for
+#: the 19,630 ICLR 2026 abstracts on one core of this machine, most of phase 1. The workers
+#: also make each BM25 text's input to bm25s (:func:`rag.lexical.bm25_text`, 3 s more), which
+#: the BM25 build would otherwise make alone after them.
 PARALLEL_NORMALISE = 2000
 NORMALISE_PROCESSES = 4
 
 
-def _normalise_texts(items: list[tuple[str, str, list[str]]]) -> list[tuple[str, str, str]]:
-    """:func:`index.chunking.search_text` of ``(title, abstract, keywords)`` items (runs in a
-    worker process)."""
-    return [search_text(Paper(id="", title=t, abstract=a, keywords=k)) for t, a, k in items]
+def _normalise_texts(items: list[tuple[str, str, list[str]]]) -> list[tuple[str, str, str, str]]:
+    """:func:`index.chunking.search_text` of ``(title, abstract, keywords)`` items and the
+    :func:`rag.lexical.bm25_text` of each BM25 text (runs in a worker process)."""
+    out = []
+    for t, a, k in items:
+        texts = search_text(Paper(id="", title=t, abstract=a, keywords=k))
+        out.append((*texts, bm25_text(texts[2])))
+    return out
 
 
-def _normalise(papers: list[Paper], summary: BuildSummary) -> dict[str, tuple[str, str, str]]:
-    """``paper id -> (title, abstract, BM25 text)``, normalised (:func:`search_text`): in worker
-    processes for long lists (:data:`PARALLEL_NORMALISE`), else here; the same text either
-    way. The fill reuses the titles and abstracts."""
+def _normalise(papers: list[Paper], summary: BuildSummary
+               ) -> tuple[dict[str, tuple[str, str, str]], dict[str, str]]:
+    """``(paper id -> (title, abstract, BM25 text), BM25 text -> its bm25_text)``, normalised
+    (:func:`search_text`): in worker processes for long lists (:data:`PARALLEL_NORMALISE`),
+    which also make the second mapping, else here (and the BM25 build makes it); the same text
+    either way. The fill reuses the titles and abstracts."""
     out: dict[str, tuple[str, str, str]] = {}
+    prepared: dict[str, str] = {}
     if not papers:
-        return out
+        return out, prepared
     with summary.timed("normalise"):
         workers = min(NORMALISE_PROCESSES, os.cpu_count() or 1)
         if len(papers) >= PARALLEL_NORMALISE and workers > 1:
             try:
-                out = _normalise_in_processes(papers, workers)
+                out, prepared = _normalise_in_processes(papers, workers)
             except Exception:  # noqa: BLE001 - no fork, a broken pool ...: one process does it
-                out = {}
+                out, prepared = {}, {}
         for paper in papers:
             if paper.id not in out:
                 out[paper.id] = search_text(paper)
-    return out
+    return out, prepared
 
 
-def _normalise_in_processes(papers: list[Paper], workers: int) -> dict[str, tuple[str, str, str]]:
+def _normalise_in_processes(papers: list[Paper], workers: int
+                            ) -> tuple[dict[str, tuple[str, str, str]], dict[str, str]]:
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
     if "fork" not in multiprocessing.get_all_start_methods():
-        return {}
+        return {}, {}
     # fork: the workers need only rag.text, and a spawned worker would run the caller's script
     parts = [papers[i:i + 250] for i in range(0, len(papers), 250)]
     with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
         done = pool.map(_normalise_texts, [[(p.title, p.abstract, list(p.keywords)) for p in part]
                                            for part in parts])
-        out = {}
+        out, prepared = {}, {}
         for part, texts in zip(parts, done):
-            out.update({p.id: t for p, t in zip(part, texts)})
-    return out
+            for p, (title, abstract, text, terms) in zip(part, texts):
+                out[p.id] = (title, abstract, text)
+                prepared[text] = terms
+    return out, prepared
 
 
 def _start_names(write: Callable[[Path, str], object], index_dir: Path, fingerprint: str,

@@ -18,7 +18,7 @@ import shutil
 import unicodedata
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Mapping, Sequence
 
 import numpy as np
 
@@ -91,12 +91,21 @@ def _stemmer():
     return Stemmer.Stemmer("english")
 
 
-def _tokenize(texts: Sequence[str], *, return_ids: bool):
+def bm25_text(text: str) -> str:
+    """What bm25s' tokenizer is given for ``text``: its NFKC form lower-cased, then its
+    :func:`compound_terms`. A function of the text alone, so a build can compute it in the
+    processes that normalise the papers (:meth:`LexicalIndex.build`'s ``prepared``)."""
+    text = unicodedata.normalize("NFKC", text)
+    return " ".join([text.lower(), *compound_terms(text)])
+
+
+def _tokenize(texts: Sequence[str], *, return_ids: bool,
+              prepared: Mapping[str, str] | None = None):
     import bm25s
 
-    texts = [unicodedata.normalize("NFKC", t) for t in texts]
-    texts = [" ".join([t.lower(), *compound_terms(t)]) for t in texts]
-    return bm25s.tokenize(list(texts), stopwords="en", stemmer=_stemmer(), show_progress=False,
+    prepared = prepared or {}
+    texts = [prepared.get(t) or bm25_text(t) for t in texts]
+    return bm25s.tokenize(texts, stopwords="en", stemmer=_stemmer(), show_progress=False,
                           return_ids=return_ids)
 
 
@@ -119,12 +128,16 @@ class LexicalIndex:
         self.row = {pid: i for i, pid in enumerate(ids)}
 
     @classmethod
-    def build(cls, ids: Sequence[str], texts: Sequence[str]) -> "LexicalIndex":
+    def build(cls, ids: Sequence[str], texts: Sequence[str],
+              prepared: Mapping[str, str] | None = None) -> "LexicalIndex":
+        """BM25 over ``texts`` (row ``i`` is paper ``ids[i]``); ``prepared`` maps texts to
+        their :func:`bm25_text` already computed (the rest are computed here)."""
         import bm25s
 
         retriever = bm25s.BM25(k1=K1, b=B)
         if len(ids):
-            retriever.index(_tokenize(texts, return_ids=True), show_progress=False)
+            retriever.index(_tokenize(texts, return_ids=True, prepared=prepared),
+                            show_progress=False)
         return cls(retriever, list(ids))
 
     def save(self, directory: Path) -> None:

@@ -152,3 +152,35 @@ def test_a_catalog_record_is_the_json_of_dataclasses_asdict():
             papers += load_papers(SHARED_DATA / name).papers
     for p in papers:
         assert paper_record(p) == json.dumps(dataclasses.asdict(p), ensure_ascii=False), p.id
+
+
+# --- the normalising processes --------------------------------------------------------------------
+def test_phase_1_in_worker_processes_writes_what_one_process_writes(tmp_path, fake_embedder,
+                                                                    monkeypatch):
+    """The seed list built with phase 1's worker processes (they also make BM25's input,
+    rag.lexical.bm25_text) and built in one process: the same catalog rows and BM25 scores."""
+    from index import build
+    from index.reader import open_catalog
+    from rag.lexical import LexicalIndex, bm25_text
+    from rag.paths import IndexPaths
+    from rag.settings import Settings
+
+    queries = ["graph neural networks", "StepORLM", "Part-X-MLLM 3D", "llama 3 8b reasoning",
+               "diffusion models for video", "reinforcement learning from human feedback"]
+    built = {}
+    for label, threshold in (("one process", 10 ** 9), ("workers", 1)):
+        monkeypatch.setattr(build, "PARALLEL_NORMALISE", threshold)
+        settings = Settings(home=tmp_path / label, embedder="fake-bow", embed_backend="torch",
+                            map_layout=False)
+        build.build_index(SEED, settings=settings, embedder=fake_embedder, progress=False,
+                          log=lambda m: None)
+        index_dir = settings.index_dir()
+        lexical = LexicalIndex.load(IndexPaths(index_dir).bm25)
+        built[label] = (open_catalog(index_dir).search_texts(), lexical.ids,
+                        [lexical.scores(q).tolist() for q in queries])
+    assert built["workers"] == built["one process"]
+    texts = [t for _, t in built["workers"][0]]
+    assert build._normalise_texts([("T", "A $x$ --", ["k"])])[0][3] == bm25_text("T. k. A x –")
+    assert LexicalIndex.build(["a"] * len(texts), texts, {t: bm25_text(t) for t in texts}) \
+        .scores("graph").tolist() == LexicalIndex.build(["a"] * len(texts), texts) \
+        .scores("graph").tolist()
