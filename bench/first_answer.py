@@ -14,7 +14,10 @@ the index said it answers (its own ``answers now (N s)`` line, from its start), 
 it took and how long the last one ran, and the load average (``/proc/loadavg``) at the start
 and at the answer: the machine may be shared, so the figures are noisy. With ``--full`` the
 build then runs to its end and its summary and stage line are printed too; otherwise it is
-stopped (its process group, which this script started) once the answer came.
+stopped (its process group, which this script started) once the answer came. The build runs
+in this script's session, as a script that starts it in the background and then asks would;
+``--own-session`` starts it in a session of its own, as from another terminal (Linux shares the
+CPU between sessions first: ``index.build.lower_priority``).
 
 The commands run from this checkout (``python -m rag`` with ``PYTHONPATH`` set to it), with
 ``--avx2`` through ``bench/avx2`` (the CPUID mask, or QEMU, which is far too slow to time).
@@ -71,9 +74,12 @@ def run_once(args, n: int) -> dict:
     out = {"run": n, "home": str(home), "load_start": loadavg()}
     with open(log_path, "wb") as log:
         t0 = time.perf_counter()
+        # a process group of its own (so that it can be stopped with its workers), in this
+        # session unless --own-session: Linux's autogroups share the CPU between sessions
+        group = {"start_new_session": True} if args.own_session else {"process_group": 0}
         build = subprocess.Popen(command(args.avx2, "index", str(args.list), "--name", INDEX),
                                  stdout=log, stderr=subprocess.STDOUT, env=env, cwd=ROOT,
-                                 start_new_session=True)
+                                 **group)
         asks = []
         try:
             while time.perf_counter() - t0 < args.timeout:
@@ -133,6 +139,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="a models/ directory copied into each new home (skips the exports)")
     p.add_argument("--full", action="store_true", help="let each build finish; print its stages")
     p.add_argument("--keep", action="store_true", help="keep the temporary homes")
+    p.add_argument("--own-session", action="store_true",
+                   help="start the build in a session of its own (as from another terminal)")
     p.add_argument("--timeout", type=float, default=TIMEOUT_S)
     p.add_argument("--json", action="store_true", help="one JSON object per run, then the median")
     args = p.parse_args(argv)

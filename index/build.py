@@ -140,7 +140,8 @@ def build_index(source: str | Path | LoadResult, *, settings: Settings, embedder
                 name: str | None = None, fmt: str = "auto", prune: bool = False,
                 progress: bool = True,
                 log: Callable[[str], None] = lambda m: print(m, file=sys.stderr),
-                names: Callable[[Path, str], object] | None = None) -> BuildSummary:
+                names: Callable[[Path, str], object] | None = None,
+                fill_nice: int = 0) -> BuildSummary:
     """Build or update index ``name`` (default ``settings.index``) from a paper list, in the two
     phases of the module docstring: the index answers once the first is done
     (:attr:`BuildSummary.ready_seconds`) and is complete when this returns.
@@ -155,6 +156,10 @@ def build_index(source: str | Path | LoadResult, *, settings: Settings, embedder
             (:func:`rag.names.write_names`, passed in by the front doors: the write side does
             not import the query side); run in phase 1 beside BM25, so the first question
             reads them instead of building them. None: the first reader builds and saves them.
+        fill_nice: lower this process's priority by that many nice levels once phase 1 is
+            done (:func:`lower_priority`; ``settings.fill_nice`` from ``paperchat index``): a
+            question asked beside the dense fill is then not starved of the CPU. For a process
+            of its own only: the priority is never raised back (0, the default, keeps it).
     Returns:
         A :class:`BuildSummary`.
     Raises:
@@ -279,6 +284,8 @@ def build_index(source: str | Path | LoadResult, *, settings: Settings, embedder
 
         # -- phase 2: the dense fill --------------------------------------------------------
         fill_t0 = time.perf_counter()
+        if fill and fill_nice:
+            lower_priority(fill_nice)
         if fill:
             _embed_papers(store, catalog, fill, normalised, embedder, settings, progress,
                           summary, index_dir)
@@ -310,6 +317,52 @@ def build_index(source: str | Path | LoadResult, *, settings: Settings, embedder
                                    "dense": {"complete": True, "papers": summary.papers,
                                              "embedded": summary.papers}})
         return summary
+
+
+def lower_priority(increment: int) -> int:
+    """Lower this process's scheduling priority by ``increment`` nice levels (at most to 19),
+    for every thread it has now: on Linux a nice value belongs to each thread (the Chroma client's
+    threads are already running), so each one in ``/proc/self/task`` is lowered; threads started
+    later inherit it from the thread that starts them. Elsewhere the process as a whole. An
+    unprivileged process cannot raise it back. Returns the number of threads lowered.
+
+    Linux's autogroups (``/proc/sys/kernel/sched_autogroup_enabled``) share the CPU between
+    sessions first and apply nice values only within a session. So a process that leads its own
+    session (``setsid``, a service, a script that starts it so) also lowers its session's
+    autogroup, which holds nothing else; one started from a shell leaves the shell's alone (that
+    would slow the terminal after the build): an ask from another terminal already gets a
+    session's equal share, and one from the same session is ordered by the threads' nice."""
+    if increment <= 0 or not hasattr(os, "setpriority"):
+        return 0
+    tasks = Path("/proc/self/task")
+    try:
+        threads = [int(t.name) for t in tasks.iterdir()] if tasks.is_dir() else [0]
+    except OSError:
+        threads = [0]
+    lowered = 0
+    for tid in threads:
+        try:
+            now = os.getpriority(os.PRIO_PROCESS, tid)
+            os.setpriority(os.PRIO_PROCESS, tid, min(19, now + increment))
+            lowered += 1
+        except OSError:  # a thread that has just ended
+            continue
+    _lower_autogroup(increment)
+    return lowered
+
+
+def _lower_autogroup(increment: int) -> bool:
+    """Raise the nice value of this process's autogroup by ``increment`` when the process leads
+    its session (see :func:`lower_priority`); True when it did."""
+    group = Path("/proc/self/autogroup")
+    try:
+        if os.getsid(0) != os.getpid() or not group.is_file():
+            return False
+        now = int(group.read_text().split("nice")[-1])
+        group.write_text(str(min(19, now + increment)))
+        return True
+    except (OSError, ValueError):  # no autogroups, or not allowed
+        return False
 
 
 def _repair(store: ChromaStore, catalog: Catalog) -> bool:

@@ -172,7 +172,7 @@ def cmd_index(args) -> int:
     log = (lambda m: None) if args.quiet else (lambda m: print(m, file=sys.stderr))
     summary = build_index(args.path, settings=settings, embedder=make_embedder(settings), name=name,
                           fmt=args.fmt, prune=args.prune, progress=not args.quiet, log=log,
-                          names=write_names)
+                          names=write_names, fill_nice=settings.fill_nice)
     if args.quiet and summary.problems:
         print(f"{len(summary.problems)} problem records (run without --quiet to list them)",
               file=sys.stderr)
@@ -209,7 +209,8 @@ def cmd_fetch(args) -> int:
         settings = _settings(argparse.Namespace(index=args.index))
         summary = build_index(out, settings=settings, embedder=make_embedder(settings),
                               name=args.index, fmt="jsonl", progress=not args.quiet,
-                              log=(lambda m: None) if args.quiet else log, names=write_names)
+                              log=(lambda m: None) if args.quiet else log, names=write_names,
+                              fill_nice=settings.fill_nice)
         print(summary.line())
         if not args.quiet:
             log(summary.stages_line())
