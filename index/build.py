@@ -222,6 +222,9 @@ def build_index(source: str | Path | LoadResult, *, settings: Settings, embedder
                 new_rows.append(paper)
             if not done:
                 fill.append(paper)
+        prepare = getattr(embedder, "prepare", None)  # the ONNX export, beside phase 1
+        if fill and callable(prepare):
+            prepare()
         if not prune:  # papers of an earlier list that a stopped build did not embed
             listed = {p.id for p in loaded.papers}
             left = sorted(pid for pid in existing if pid not in listed and pid not in embedded)

@@ -391,6 +391,28 @@ class OnnxEmbedder:
                 self.export_seconds = time.perf_counter() - t0
         return path
 
+    def prepare(self):
+        """Start exporting the model in a process of its own unless it is cached, so that it is
+        ready when the first text is embedded: :func:`index.build.build_index` calls this when
+        phase 1 begins, and the export (about 11 CPU seconds, imports torch) runs beside it
+        instead of after it, where the dense fill and the first question waited for it.
+        :meth:`ensure_model` then finds the file, or waits for that process's export lock; if
+        the process fails, it exports itself. The process shares nothing with the caller (no
+        open files: not the index's build lock), so it ends on its own even when the caller
+        is killed. Returns the ``subprocess.Popen``, or None when the model is cached."""
+        if self.model_path.exists():
+            return None
+        import subprocess
+        import sys
+
+        code = ("import sys; from rag.onnx_embedder import OnnxEmbedder; "
+                "OnnxEmbedder(sys.argv[1], model_dir=sys.argv[2], name=sys.argv[3], "
+                "variant=sys.argv[4], threads=1).ensure_model()")
+        return subprocess.Popen([sys.executable, "-c", code, str(self.cache_dir),
+                                 str(self.model_dir), self.name, self.variant],
+                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, close_fds=True)
+
     def _load(self):
         if self._session_obj is None:
             with self._lock:

@@ -744,3 +744,22 @@ def test_paperchat_index_passes_the_fill_nice_setting(monkeypatch, tmp_path):
     with pytest.raises(SystemExit):
         cli.main(["index", str(SEED), "--name", "x", "--quiet"])
     assert seen["fill_nice"] == 7
+
+
+def test_a_build_prepares_the_embedder_when_it_has_papers_to_embed(settings):
+    """build_index calls the embedder's prepare() (the ONNX export in a process of its own,
+    rag.onnx_embedder.OnnxEmbedder.prepare) when phase 1 begins, only if there is a fill."""
+
+    class Preparing(FakeEmbedder):
+        def __init__(self):
+            super().__init__()
+            self.prepared = 0
+
+        def prepare(self):
+            self.prepared += 1
+
+    embedder = Preparing()
+    build_index(SEED, settings=settings, embedder=embedder, **QUIET)
+    assert embedder.prepared == 1
+    build_index(SEED, settings=settings, embedder=embedder, **QUIET)  # nothing to embed
+    assert embedder.prepared == 1

@@ -79,6 +79,22 @@ def test_ensure_model_exports_once_and_clears_killed_exports(model_dir, tmp_path
     assert len(calls) == 1
 
 
+def test_prepare_starts_no_export_when_the_model_is_cached(model_dir, tmp_path):
+    emb = oe.OnnxEmbedder(tmp_path / "cache", model_dir=model_dir, variant="int8")
+    emb.model_path.parent.mkdir(parents=True)
+    emb.model_path.write_bytes(b"onnx")
+    assert emb.prepare() is None
+
+
+def test_a_failed_export_in_its_own_process_leaves_nothing_behind(model_dir, tmp_path):
+    """prepare() on model files that cannot be exported: the process fails by itself, leaves no
+    model, and ensure_model then raises the export's error here."""
+    emb = oe.OnnxEmbedder(tmp_path / "cache", model_dir=model_dir, variant="int8")
+    proc = emb.prepare()
+    assert proc is not None and proc.wait(timeout=120) != 0
+    assert not emb.model_path.exists()
+
+
 def test_mean_pooling_only(model_dir):
     (model_dir / "1_Pooling" / "config.json").write_text(
         '{"pooling_mode_mean_tokens": false, "pooling_mode_cls_token": true}')
@@ -188,6 +204,16 @@ def test_satisfies_the_embedder_protocol(onnx_embedder):
     enc = onnx_embedder.tokenizer("Héllo, wörld", add_special_tokens=False,
                                   return_offsets_mapping=True)
     assert len(enc["input_ids"]) == len(enc["offset_mapping"]) > 0
+
+
+@pytest.mark.integration
+def test_prepare_exports_the_model_in_a_process_of_its_own(tmp_path, onnx_embedder):
+    emb = oe.OnnxEmbedder(tmp_path / "cache", variant=onnx_embedder.variant)
+    proc = emb.prepare()
+    assert proc is not None and proc.wait(timeout=600) == 0
+    assert emb.model_path.is_file()
+    assert emb.ensure_model() == emb.model_path and emb.export_seconds == 0.0
+    assert emb.prepare() is None
 
 
 @pytest.mark.integration
