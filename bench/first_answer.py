@@ -118,8 +118,9 @@ def run_once(args, n: int) -> dict:
                     os.killpg(build.pid, signal.SIGKILL)
                     build.wait()
     text = log_path.read_text(errors="replace")
-    ready = re.search(r"answers now \(([\d.]+) s\)", text)
+    ready = re.search(r"answers now \(([\d.]+) s(?:: ([^)]*))?\)", text)
     out["ready_s"] = float(ready.group(1)) if ready else None
+    out["ready_stages"] = ready.group(2) if ready else None
     if args.full:
         out["summary"] = "\n".join(line for line in text.splitlines()
                                    if line.startswith(("index '", "time by stage")))
@@ -156,8 +157,8 @@ def main(argv: list[str] | None = None) -> int:
         else:
             last = r["asks"][-1] if r.get("asks") else {}
             print(f"run {n}: right answer after {r.get('answer_s', 'none')} s (index answering "
-                  f"after {r['ready_s']} s; {len(r.get('asks', []))} asks, the last "
-                  f"{last.get('seconds')} s); load {r['load_start']} -> "
+                  f"after {r['ready_s']} s: {r['ready_stages']}; {len(r.get('asks', []))} asks, "
+                  f"the last {last.get('seconds')} s); load {r['load_start']} -> "
                   f"{r.get('load_answer', '?')}", flush=True)
             if args.full:
                 print(f"  full build {r.get('full_s')} s (load at the end {r.get('load_end')})\n  "

@@ -282,8 +282,9 @@ def build_index(source: str | Path | LoadResult, *, settings: Settings, embedder
                                        "dense": progress_state})
         summary.ready_seconds = time.perf_counter() - t0
         if fill and progress:
-            log(f"index {name!r} answers now ({summary.ready_seconds:.1f} s): catalog and BM25 "
-                f"over {n_papers:,} papers; embedding {len(fill):,} papers next")
+            so_far = ", ".join(f"{k} {v:.1f}" for k, v in summary.stages.items() if v >= 0.05)
+            log(f"index {name!r} answers now ({summary.ready_seconds:.1f} s: {so_far} s): catalog "
+                f"and BM25 over {n_papers:,} papers; embedding {len(fill):,} papers next")
 
         # -- phase 2: the dense fill --------------------------------------------------------
         fill_t0 = time.perf_counter()
