@@ -28,10 +28,16 @@ CASES = [
     r"unclosed $x and {brace", r"closing } first then $a$", r"\begin{itemize} \item one",
     "trailing backslash \\", "é and ² then $\\beta$", "{braced} start", "no markup at all",
     "x" * 50 + "--" + "y" * 50, "!`", "?", "!", "''", "-", "--", "$", "\\", "%",
+    # closed pieces converted alone (rag.text._closed_pieces), and what comes after them
+    r"5% of them and 7% more", r"a \textbf{b} c \emph{d}", "$x$ and $y$ and $$z$$", "$a$$b$",
+    "$x$ \\", r"x \emph{} y", r"\textbf{a}{b}", r"\%{x}", "$x$\n\n$y$", r"\textbf {x}",
+    "end %", "a $ $ b", r"\textbf{a \alpha}", r"$k$ $\alpha$", r"\& \_ \# \$ 5", "$x$  ",
+    r"\textit{x}\textbf{y}~z", r"$a~b$ -- \emph{c--d}", r"\textsc{ab}''",
 ]
 ALPHABET = list("ab \n\\${}%&~`'-!?^_[]()x1é²") + [
     r"\alpha", r"\textbf", r"\texttt{", "$$", r"\begin{itemize}", r"\item", r"\end{itemize}",
-    "--", "''", "``", "!`", "?`", r"\%", "\n\n", r"\frac{1}{2}", "{}"]
+    "--", "''", "``", "!`", "?`", r"\%", "\n\n", r"\frac{1}{2}", "{}", r"\emph{", r"\textbf{",
+    r"\&", r"\_", r"\$", "$x$", "$k$ ", "}"]
 
 
 @lru_cache(maxsize=1)
