@@ -349,11 +349,10 @@ def _from_previous(plan: Plan, source: str, prev: Turn, used: Filters, retriever
         scope = (f"the {len(papers)} papers of the previous answer" if len(papers) != 1
                  else "the one paper of the previous answer")
         whole = _matched_before(prev, retriever) if plan.op in _WHOLE_SET_OPS else []
-        if len(whole) > len(shown):  # "how many of those are orals?" after "the RL orals"
+        if whole and len(whole) >= len(shown):  # all it found, shown or not: a whole set
             papers = whole
-            scope = f"the {len(papers):,} papers the previous answer found"
-        elif whole and len(whole) == len(shown):
-            papers = whole  # all it found were shown: still a whole set for the next turn
+            if len(whole) > len(shown):  # "how many of those are orals?" after "the RL orals"
+                scope = f"the {len(papers):,} papers the previous answer found"
     plan.ids = [p.id for p in papers]
     total = len(papers)
     kept = [p for p in papers if not used or used.matches(p)]

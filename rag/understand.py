@@ -151,7 +151,7 @@ def assemble(text: str, papers: str, op: str, aspect: str, found: TurnSlots,
     if papers == "named":
         plan.names = list(dict.fromkeys([w for w, _, _ in found.names] + found.quoted)) or \
             [query]  # described, not named: "the one about medical segmentation"
-        plan.ids = list(dict.fromkeys(i for _, _, ids in found.names for i in ids))
+        plan.ids = named_ids(found)
     if op == "compare" and found.sides:
         plan.sides = list(found.sides)
     if op == "survey" and not aspect and found.of_these and papers in ("previous", "focus") and \
@@ -167,7 +167,7 @@ def assemble(text: str, papers: str, op: str, aspect: str, found: TurnSlots,
         plan.n = 2  # "bibtex for both", "compare the two": see rag.operations._paired
     if op == "refine":
         plan.topic = found.new_subject or query
-        ids = list(dict.fromkeys(i for _, _, ids in found.names for i in ids))
+        ids = named_ids(found)
         if ids and len(ids) <= 2:  # "and RealPDEBench?": a paper named (see resolve_refine)
             plan.names = list(dict.fromkeys(w for w, _, _ in found.names))
             plan.ids = ids
@@ -183,6 +183,11 @@ def assemble(text: str, papers: str, op: str, aspect: str, found: TurnSlots,
     if f.foreign:
         plan.notes.append(f.language_note)
     return plan
+
+
+def named_ids(found: TurnSlots) -> list[str]:
+    """Ids of the papers the turn's names point at (:attr:`TurnSlots.names`), in order, once."""
+    return list(dict.fromkeys(i for _, _, ids in found.names for i in ids))
 
 
 def _shift(f: slots.FilterSlots, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
