@@ -15,7 +15,7 @@ history). Per query type (ARCHITECTURE.md, Contracts):
 * ``leaks``: answers holding prompt scaffolding or chat-template tokens
   (:func:`rag.guards.count_leaks` on the text and on the set-apart unsupported sentences; the
   hits' titles are left out first, so naming "Distilling the Thought, Watermarking the Answer:
-  ..." is no leak);
+  ..." is no leak, and so are the answer template's own headings and notes, "Other papers:");
 * ``max_repeat_4gram``: the most times a word 4-gram occurs in one answer's sentences
   (:func:`rag.guards.answer_max_repeat`: a quoted abstract sentence counts each of its 4-grams
   once; the comparison table, which names each paper in its header by design, is not prose and
@@ -88,7 +88,9 @@ def record(q: dict, ans, discussed: list[str]) -> dict:
         "unsupported": [s.text for s in ans.unsupported],
         "discussed": discussed,
         "leaks": count_leaks(ans.text + "\n" + "\n".join(s.text for s in ans.unsupported),
-                             titles=hit_titles(ans)),
+                             titles=hit_titles(ans),
+                             template=[s.text for s in ans.sentences
+                                       if s.kind in ("heading", "note")]),
         "max_repeat_4gram": answer_max_repeat(ans.sentences, 4),
         "first_text_ms": round(float(ans.timings_ms.get("first_token", 0.0)), 1),
         "total_ms": round(float(ans.timings_ms.get("total", 0.0)), 1),

@@ -116,9 +116,17 @@ def leak_reason(sentence: str, titles: Sequence[str] = ()) -> str | None:
     return None
 
 
-def count_leaks(text: str, titles: Sequence[str] = ()) -> int:
-    """Lines of ``text`` that are leaks (:func:`leak_reason`; ``titles`` as there)."""
-    return sum(1 for line in text.splitlines() if line.strip() and leak_reason(line, titles))
+def count_leaks(text: str, titles: Sequence[str] = (), template: Sequence[str] = ()) -> int:
+    """Lines of ``text`` that are leaks (:func:`leak_reason`; ``titles`` as there).
+
+    ``template``: lines the answer's own template wrote (its ``heading`` and ``note`` sentences,
+    e.g. the extractive answer's "Other papers:"), left out: they are the product's text, not a
+    model echoing its prompt (31 of 45 extractive dev_hard answers were counted as leaks for
+    "Other papers:", which matches the ``Papers:`` scaffolding rule).
+    """
+    skip = {t.strip() for t in template}
+    return sum(1 for line in text.splitlines()
+               if line.strip() and line.strip() not in skip and leak_reason(line, titles))
 
 
 def ngrams(text: str, n: int) -> Counter:

@@ -352,6 +352,21 @@ def test_eval_answers_counts_no_leak_for_an_answer_naming_that_title():
     assert record({"qid": "x", "type": "specific", "gold": ["wm"]}, ans, [])["leaks"] == 0
 
 
+def test_eval_answers_counts_no_leak_for_the_templates_own_heading():
+    # the extractive answer's "Other papers:" matched the Papers: scaffolding rule: 31 of 45
+    # dev_hard answers were counted as leaks for it; the same words written by a model still are
+    from rag.evaluate_answers import record
+    from rag.types import Answer, AnswerSentence, Hit, Paper
+
+    paper = Paper("wm", TITLE, "We watermark reasoning models.")
+    for kind, leaks in (("heading", 0), ("claim", 1)):
+        said = AnswerSentence("Other papers:", [], kind=kind, support=1.0)
+        ans = Answer(question="q", standalone_question="q",
+                     text="We watermark reasoning models [1].\n\nOther papers:\n- [1] x",
+                     hits=[Hit(paper, 1.0)], citations=[], refused=False, sentences=[said])
+        assert record({"qid": "x", "type": "specific", "gold": ["wm"]}, ans, [])["leaks"] == leaks
+
+
 # --- real models, seed corpus ------------------------------------------------------------------
 @pytest.mark.integration
 def test_learned_fusion_finds_the_seed_questions_first(real_index, real_settings):
