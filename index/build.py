@@ -263,14 +263,20 @@ def build_index(source: str | Path | LoadResult, *, settings: Settings, embedder
         # It is also rebuilt when it was made with other BM25 parameters (an older version).
         # The paper names are written meanwhile, in a child process (they skip themselves when
         # current).
+        # BM25 is saved once they are written: a first build's index exists for readers from
+        # then on (index.reader.index_exists), so the first question reads the names too.
         wait_names = _start_names(names, index_dir, fingerprint, log) if names else None
+        lexical = None
         if changed or not LexicalIndex.is_current(lexical_dir) or \
                 (recorded or {}).get("catalog_fingerprint") != fingerprint:
             with summary.timed("bm25"):
-                lexical_from_catalog(catalog, prepared).save(lexical_dir)
+                lexical = lexical_from_catalog(catalog, prepared)
         if wait_names is not None:
             with summary.timed("names"):
                 wait_names()
+        if lexical is not None:
+            with summary.timed("bm25"):
+                lexical.save(lexical_dir)
 
         n_papers = catalog.count()
         progress_state = {"complete": False, "papers": n_papers,
