@@ -40,7 +40,7 @@ from index.reader import lexical_from_catalog, open_catalog, open_store
 from index.sources import LoadResult, Problem, load_papers
 from index.vectors import load_vectors, refresh_vectors, text_hash
 from rag.errors import IndexLockedError, PaperchatError
-from rag.lexical import LexicalIndex
+from rag.lexical import LexicalIndex, bm25_text
 from rag.paths import IndexPaths
 from rag.types import Chunk, Paper, chunk_number, paper_of
 
@@ -58,9 +58,11 @@ PAPERS_PER_STEP = 64
 #: load, check, normalise, catalog and bm25. In the dense fill, chunking (and normalising what
 #: phase 1 did not) runs in a helper thread and store and catalog in a writer thread, beside
 #: embedding (:func:`_embed_papers`), so their seconds overlap the embedder's; ``wait`` is the
-#: embedding loop's own time spent waiting for them (the part that was not hidden).
+#: embedding loop's own time spent waiting for them (the part that was not hidden). The paper
+#: names (``names``, phase 1) are written by a child process beside the BM25 build: the stage is
+#: the time phase 1 waited for them after BM25 was done.
 STAGES = ("load", "check", "normalise", "chunk", "embed", "store", "catalog", "wait", "bm25",
-          "vectors", "layout")
+          "names", "vectors", "layout")
 
 
 @dataclass
@@ -137,7 +139,9 @@ class _Lock:
 def build_index(source: str | Path | LoadResult, *, settings: Settings, embedder: Embedder,
                 name: str | None = None, fmt: str = "auto", prune: bool = False,
                 progress: bool = True,
-                log: Callable[[str], None] = lambda m: print(m, file=sys.stderr)) -> BuildSummary:
+                log: Callable[[str], None] = lambda m: print(m, file=sys.stderr),
+                names: Callable[[Path, str], object] | None = None,
+                fill_nice: int = 0) -> BuildSummary:
     """Build or update index ``name`` (default ``settings.index``) from a paper list, in the two
     phases of the module docstring: the index answers once the first is done
     (:attr:`BuildSummary.ready_seconds`) and is complete when this returns.
@@ -148,6 +152,14 @@ def build_index(source: str | Path | LoadResult, *, settings: Settings, embedder
         prune: delete indexed papers that are not in ``source``.
         progress: show a tqdm bar (papers/s, ETA) on a terminal.
         log: where problem lines and notes go (stderr by default).
+        names: ``names(index_dir, catalog fingerprint)`` writes the index's paper names
+            (:func:`rag.names.write_names`, passed in by the front doors: the write side does
+            not import the query side); run in phase 1 beside BM25, so the first question
+            reads them instead of building them. None: the first reader builds and saves them.
+        fill_nice: lower this process's priority by that many nice levels once phase 1 is
+            done (:func:`lower_priority`; ``settings.fill_nice`` from ``paperchat index``): a
+            question asked beside the dense fill is then not starved of the CPU. For a process
+            of its own only: the priority is never raised back (0, the default, keeps it).
     Returns:
         A :class:`BuildSummary`.
     Raises:
@@ -195,9 +207,10 @@ def build_index(source: str | Path | LoadResult, *, settings: Settings, embedder
         new_rows: list[Paper] = []    # new papers and papers with a new title or abstract
         meta_only: list[Paper] = []   # same text, other metadata
         fill: list[Paper] = []        # papers to embed, in list order
+        hashes: dict[str, str] = {}   # content hash of each listed paper
         for paper in loaded.papers:
             old = existing.get(paper.id)
-            new = content_hash(paper)
+            new = hashes[paper.id] = content_hash(paper)
             done = paper.id in embedded and old is not None and \
                 text_hash(old) == text_hash(new)
             if old == new:
@@ -209,17 +222,20 @@ def build_index(source: str | Path | LoadResult, *, settings: Settings, embedder
                 new_rows.append(paper)
             if not done:
                 fill.append(paper)
+        prepare = getattr(embedder, "prepare", None)  # the ONNX export, beside phase 1
+        if fill and callable(prepare):
+            prepare()
         if not prune:  # papers of an earlier list that a stopped build did not embed
             listed = {p.id for p in loaded.papers}
             left = sorted(pid for pid in existing if pid not in listed and pid not in embedded)
             found = catalog.get(left)
             fill += [found[pid] for pid in left if pid in found]
 
-        normalised = _normalise(new_rows + meta_only, summary)
+        normalised, prepared = _normalise(new_rows + meta_only, summary)
         if new_rows:
             with summary.timed("catalog"):
                 for start in range(0, len(new_rows), 2000):
-                    catalog.put([(p, content_hash(p), 0, normalised[p.id][2])
+                    catalog.put([(p, hashes[p.id], 0, normalised[p.id][2])
                                  for p in new_rows[start:start + 2000]])
         if meta_only:
             stored = [p for p in meta_only if p.id in embedded]
@@ -227,7 +243,7 @@ def build_index(source: str | Path | LoadResult, *, settings: Settings, embedder
                 _update_metadata(store, catalog, stored, embedder, normalised)
             waiting = [p for p in meta_only if p.id not in embedded]
             if waiting:
-                catalog.put([(p, content_hash(p), 0, normalised[p.id][2]) for p in waiting])
+                catalog.put([(p, hashes[p.id], 0, normalised[p.id][2]) for p in waiting])
             summary.updated_metadata = len(meta_only)
 
         if prune:
@@ -245,10 +261,22 @@ def build_index(source: str | Path | LoadResult, *, settings: Settings, embedder
         fingerprint = catalog_fingerprint(catalog.hashes())
         changed = bool(new_rows or meta_only or summary.pruned)
         # It is also rebuilt when it was made with other BM25 parameters (an older version).
+        # The paper names are written meanwhile, in a child process (they skip themselves when
+        # current).
+        # BM25 is saved once they are written: a first build's index exists for readers from
+        # then on (index.reader.index_exists), so the first question reads the names too.
+        wait_names = _start_names(names, index_dir, fingerprint, log) if names else None
+        lexical = None
         if changed or not LexicalIndex.is_current(lexical_dir) or \
                 (recorded or {}).get("catalog_fingerprint") != fingerprint:
             with summary.timed("bm25"):
-                lexical_from_catalog(catalog).save(lexical_dir)
+                lexical = lexical_from_catalog(catalog, prepared)
+        if wait_names is not None:
+            with summary.timed("names"):
+                wait_names()
+        if lexical is not None:
+            with summary.timed("bm25"):
+                lexical.save(lexical_dir)
 
         n_papers = catalog.count()
         progress_state = {"complete": False, "papers": n_papers,
@@ -260,11 +288,14 @@ def build_index(source: str | Path | LoadResult, *, settings: Settings, embedder
                                        "dense": progress_state})
         summary.ready_seconds = time.perf_counter() - t0
         if fill and progress:
-            log(f"index {name!r} answers now ({summary.ready_seconds:.1f} s): catalog and BM25 "
-                f"over {n_papers:,} papers; embedding {len(fill):,} papers next")
+            so_far = ", ".join(f"{k} {v:.1f}" for k, v in summary.stages.items() if v >= 0.05)
+            log(f"index {name!r} answers now ({summary.ready_seconds:.1f} s: {so_far} s): catalog "
+                f"and BM25 over {n_papers:,} papers; embedding {len(fill):,} papers next")
 
         # -- phase 2: the dense fill --------------------------------------------------------
         fill_t0 = time.perf_counter()
+        if fill and fill_nice:
+            lower_priority(fill_nice)
         if fill:
             _embed_papers(store, catalog, fill, normalised, embedder, settings, progress,
                           summary, index_dir)
@@ -298,6 +329,52 @@ def build_index(source: str | Path | LoadResult, *, settings: Settings, embedder
         return summary
 
 
+def lower_priority(increment: int) -> int:
+    """Lower this process's scheduling priority by ``increment`` nice levels (at most to 19),
+    for every thread it has now: on Linux a nice value belongs to each thread (the Chroma client's
+    threads are already running), so each one in ``/proc/self/task`` is lowered; threads started
+    later inherit it from the thread that starts them. Elsewhere the process as a whole. An
+    unprivileged process cannot raise it back. Returns the number of threads lowered.
+
+    Linux's autogroups (``/proc/sys/kernel/sched_autogroup_enabled``) share the CPU between
+    sessions first and apply nice values only within a session. So a process that leads its own
+    session (``setsid``, a service, a script that starts it so) also lowers its session's
+    autogroup, which holds nothing else; one started from a shell leaves the shell's alone (that
+    would slow the terminal after the build): an ask from another terminal already gets a
+    session's equal share, and one from the same session is ordered by the threads' nice."""
+    if increment <= 0 or not hasattr(os, "setpriority"):
+        return 0
+    tasks = Path("/proc/self/task")
+    try:
+        threads = [int(t.name) for t in tasks.iterdir()] if tasks.is_dir() else [0]
+    except OSError:
+        threads = [0]
+    lowered = 0
+    for tid in threads:
+        try:
+            now = os.getpriority(os.PRIO_PROCESS, tid)
+            os.setpriority(os.PRIO_PROCESS, tid, min(19, now + increment))
+            lowered += 1
+        except OSError:  # a thread that has just ended
+            continue
+    _lower_autogroup(increment)
+    return lowered
+
+
+def _lower_autogroup(increment: int) -> bool:
+    """Raise the nice value of this process's autogroup by ``increment`` when the process leads
+    its session (see :func:`lower_priority`); True when it did."""
+    group = Path("/proc/self/autogroup")
+    try:
+        if os.getsid(0) != os.getpid() or not group.is_file():
+            return False
+        now = int(group.read_text().split("nice")[-1])
+        group.write_text(str(min(19, now + increment)))
+        return True
+    except (OSError, ValueError):  # no autogroups, or not allowed
+        return False
+
+
 def _repair(store: ChromaStore, catalog: Catalog) -> bool:
     """After an interrupted build, make Chroma and the ``dense`` rows agree: a paper whose stored
     chunk count differs from its current ``dense`` row's (stray chunks of a batch that was never
@@ -318,53 +395,98 @@ def _repair(store: ChromaStore, catalog: Catalog) -> bool:
 
 
 #: Papers to normalise from which phase 1 uses a pool of processes (one per CPU, at most
-#: :data:`NORMALISE_PROCESSES`): LaTeX conversion (pylatexenc) is pure Python, about 35 s for
-#: the 19,630 ICLR 2026 abstracts on one core of this machine, most of phase 1.
+#: :data:`NORMALISE_PROCESSES`): LaTeX conversion (pylatexenc) is pure Python, about 21 s for
+#: the 19,630 ICLR 2026 abstracts on one core of this machine, most of phase 1. The workers
+#: also make each BM25 text's input to bm25s (:func:`rag.lexical.bm25_text`, 3 s more), which
+#: the BM25 build would otherwise make alone after them.
 PARALLEL_NORMALISE = 2000
 NORMALISE_PROCESSES = 4
 
 
-def _normalise_texts(items: list[tuple[str, str, list[str]]]) -> list[tuple[str, str, str]]:
-    """:func:`index.chunking.search_text` of ``(title, abstract, keywords)`` items (runs in a
-    worker process)."""
-    return [search_text(Paper(id="", title=t, abstract=a, keywords=k)) for t, a, k in items]
+def _normalise_texts(items: list[tuple[str, str, list[str]]]) -> list[tuple[str, str, str, str]]:
+    """:func:`index.chunking.search_text` of ``(title, abstract, keywords)`` items and the
+    :func:`rag.lexical.bm25_text` of each BM25 text (runs in a worker process)."""
+    out = []
+    for t, a, k in items:
+        texts = search_text(Paper(id="", title=t, abstract=a, keywords=k))
+        out.append((*texts, bm25_text(texts[2])))
+    return out
 
 
-def _normalise(papers: list[Paper], summary: BuildSummary) -> dict[str, tuple[str, str, str]]:
-    """``paper id -> (title, abstract, BM25 text)``, normalised (:func:`search_text`): in worker
-    processes for long lists (:data:`PARALLEL_NORMALISE`), else here; the same text either
-    way. The fill reuses the titles and abstracts."""
+def _normalise(papers: list[Paper], summary: BuildSummary
+               ) -> tuple[dict[str, tuple[str, str, str]], dict[str, str]]:
+    """``(paper id -> (title, abstract, BM25 text), BM25 text -> its bm25_text)``, normalised
+    (:func:`search_text`): in worker processes for long lists (:data:`PARALLEL_NORMALISE`),
+    which also make the second mapping, else here (and the BM25 build makes it); the same text
+    either way. The fill reuses the titles and abstracts."""
     out: dict[str, tuple[str, str, str]] = {}
+    prepared: dict[str, str] = {}
     if not papers:
-        return out
+        return out, prepared
     with summary.timed("normalise"):
         workers = min(NORMALISE_PROCESSES, os.cpu_count() or 1)
         if len(papers) >= PARALLEL_NORMALISE and workers > 1:
             try:
-                out = _normalise_in_processes(papers, workers)
+                out, prepared = _normalise_in_processes(papers, workers)
             except Exception:  # noqa: BLE001 - no fork, a broken pool ...: one process does it
-                out = {}
+                out, prepared = {}, {}
         for paper in papers:
             if paper.id not in out:
                 out[paper.id] = search_text(paper)
-    return out
+    return out, prepared
 
 
-def _normalise_in_processes(papers: list[Paper], workers: int) -> dict[str, tuple[str, str, str]]:
+def _normalise_in_processes(papers: list[Paper], workers: int
+                            ) -> tuple[dict[str, tuple[str, str, str]], dict[str, str]]:
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
     if "fork" not in multiprocessing.get_all_start_methods():
-        return {}
+        return {}, {}
     # fork: the workers need only rag.text, and a spawned worker would run the caller's script
     parts = [papers[i:i + 250] for i in range(0, len(papers), 250)]
     with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
         done = pool.map(_normalise_texts, [[(p.title, p.abstract, list(p.keywords)) for p in part]
                                            for part in parts])
-        out = {}
+        out, prepared = {}, {}
         for part, texts in zip(parts, done):
-            out.update({p.id: t for p, t in zip(part, texts)})
-    return out
+            for p, (title, abstract, text, terms) in zip(part, texts):
+                out[p.id] = (title, abstract, text)
+                prepared[text] = terms
+    return out, prepared
+
+
+def _start_names(write: Callable[[Path, str], object], index_dir: Path, fingerprint: str,
+                 log: Callable[[str], None]) -> Callable[[], None]:
+    """Start ``write(index_dir, fingerprint)`` (the paper names: see :func:`build_index`) in a
+    forked child process, where it runs beside the BM25 build on the other core; returns the
+    function that waits for it. Without fork, that function runs it. A failure is logged, not
+    raised: a reader then builds the names itself."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    pool = future = None
+    if "fork" in multiprocessing.get_all_start_methods():
+        try:
+            pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork"))
+            future = pool.submit(write, index_dir, fingerprint)
+        except Exception:  # noqa: BLE001 - no process to be had: written when waited for
+            pool = future = None
+
+    def wait() -> None:
+        try:
+            if future is None:
+                write(index_dir, fingerprint)
+            else:
+                future.result()
+        except Exception as exc:  # noqa: BLE001 - the names are an optimisation of the reader
+            log(f"paper names not written ({type(exc).__name__}: {exc}); the first question "
+                "builds them")
+        finally:
+            if pool is not None:
+                pool.shutdown()
+
+    return wait
 
 
 def _keep_recorded(recorded: dict, settings: Settings, embedder: Embedder, name: str,

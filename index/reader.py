@@ -57,10 +57,11 @@ def index_exists(settings: Settings, name: str) -> bool:
     return paths.manifest.exists() and paths.bm25.exists()
 
 
-def lexical_from_catalog(catalog: Catalog) -> LexicalIndex:
-    """A BM25 index over every paper of ``catalog`` (its stored search texts)."""
-    rows = list(catalog.papers())
-    return LexicalIndex.build([p.id for p, _ in rows], [t for _, t in rows])
+def lexical_from_catalog(catalog: Catalog, prepared: dict[str, str] | None = None) -> LexicalIndex:
+    """A BM25 index over every paper of ``catalog`` (its stored search texts; ``prepared``:
+    :func:`rag.lexical.bm25_text` of some of them, already computed)."""
+    rows = catalog.search_texts()
+    return LexicalIndex.build([pid for pid, _ in rows], [t for _, t in rows], prepared)
 
 
 def open_paper_vectors(index_dir: Path, store: ChromaStore, catalog: Catalog,

@@ -104,6 +104,7 @@ def bench_index(settings: Settings, *, n_papers: int = 500, rounds: int = 4,
     from index.sources import LoadResult
     from rag import offline
     from rag.embedder import SentenceTransformerEmbedder, make_embedder
+    from rag.names import write_names
 
     offline.enforce()
     papers, sample = sample_papers(Path(data or DEFAULT_DATA), n_papers)
@@ -158,7 +159,8 @@ def bench_index(settings: Settings, *, n_papers: int = 500, rounds: int = 4,
             nonlocal summary
             t0 = time.perf_counter()
             summary = build_index(LoadResult(papers=list(part)), settings=bench_settings,
-                                  embedder=timed, name="bench", progress=False, log=lambda m: None)
+                                  embedder=timed, name="bench", progress=False, log=lambda m: None,
+                                  names=write_names)
             elapsed = time.perf_counter() - t0
             ours["seconds"] += elapsed
             ours["tokens"] += summary.tokens_embedded

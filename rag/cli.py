@@ -163,6 +163,7 @@ def _parser() -> argparse.ArgumentParser:
 def cmd_index(args) -> int:
     from index.build import build_index, delete_index
     from rag.embedder import make_embedder
+    from rag.names import write_names
 
     settings = _settings(args)
     name = args.name or settings.index
@@ -170,7 +171,8 @@ def cmd_index(args) -> int:
         delete_index(settings, name)
     log = (lambda m: None) if args.quiet else (lambda m: print(m, file=sys.stderr))
     summary = build_index(args.path, settings=settings, embedder=make_embedder(settings), name=name,
-                          fmt=args.fmt, prune=args.prune, progress=not args.quiet, log=log)
+                          fmt=args.fmt, prune=args.prune, progress=not args.quiet, log=log,
+                          names=write_names, fill_nice=settings.fill_nice)
     if args.quiet and summary.problems:
         print(f"{len(summary.problems)} problem records (run without --quiet to list them)",
               file=sys.stderr)
@@ -202,11 +204,13 @@ def cmd_fetch(args) -> int:
     if args.index:
         from index.build import build_index
         from rag.embedder import make_embedder
+        from rag.names import write_names
 
         settings = _settings(argparse.Namespace(index=args.index))
         summary = build_index(out, settings=settings, embedder=make_embedder(settings),
                               name=args.index, fmt="jsonl", progress=not args.quiet,
-                              log=(lambda m: None) if args.quiet else log)
+                              log=(lambda m: None) if args.quiet else log, names=write_names,
+                              fill_nice=settings.fill_nice)
         print(summary.line())
         if not args.quiet:
             log(summary.stages_line())
@@ -271,11 +275,12 @@ def cmd_ask(args) -> int:
     from rag import history as hist
     from rag.answer import check_question
     from rag.filters import Filters
-    from rag.pipeline import Pipeline
+    from rag.pipeline import Pipeline, require_index
 
     settings = _settings(args)
     question = check_question(args.question, settings.max_question_chars)
     filters = Filters.parse(args.filter)
+    require_index(settings)  # before any model is loaded: an index not built yet fails at once
     pipe = Pipeline(settings)
     pipe.generator  # validates --model before any retrieval work
     path = hist.conversation_path(settings.home, settings.index)

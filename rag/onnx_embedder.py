@@ -37,8 +37,8 @@ one variant on the two kinds of CPU agree to cosine >= 0.997 (the int8 rounding 
 differs in the last bit between the kernels), far closer than the two variants do to each other.
 
 Importing this module imports neither torch nor onnxruntime; loading imports onnxruntime and
-``transformers``' tokenizer classes (not torch); only a missing or stale cached model makes the
-export import torch (once, about 10-20 s).
+the ``tokenizers`` library (:class:`FastTokenizer`; not transformers, not torch); only a missing
+or stale cached model makes the export import torch (once, about 10-20 s).
 """
 
 from __future__ import annotations
@@ -238,12 +238,56 @@ def _layer_nodes(graph_path: Path, layers: Sequence[int]) -> list[str]:
     return names
 
 
-def _load_tokenizer(model_dir: Path):
-    # PreTrainedTokenizerFast gives the same ids and offsets as AutoTokenizer for this model
-    # (checked in the tests) without importing torch, which AutoTokenizer does (5 s).
-    from transformers import PreTrainedTokenizerFast
+class FastTokenizer:
+    """The model's ``tokenizer.json`` run by the ``tokenizers`` library, called as paperchat
+    calls a Hugging Face fast tokenizer: ``tok(text or texts, add_special_tokens=...,
+    truncation=..., max_length=..., return_offsets_mapping=...)`` gives ``{"input_ids": ...,
+    "offset_mapping": ...}`` (lists, or a list of lists for a list of texts), the same ids and
+    offsets as transformers' ``PreTrainedTokenizerFast`` over the same file (checked in
+    tests/test_onnx_embedder.py), without importing transformers (0.7 s of every ask, up to
+    2 s beside a build). The file's own padding and truncation are turned off, as transformers
+    does; truncation (``truncation=True``: the longest-first cut to ``max_length`` tokens, special
+    tokens included) runs on a second copy set up once, so no call changes state another thread
+    sees."""
 
-    return PreTrainedTokenizerFast.from_pretrained(str(model_dir), local_files_only=True)
+    def __init__(self, path: str | Path):
+        from tokenizers import Tokenizer
+
+        self.path = Path(path)
+        self._plain = Tokenizer.from_file(str(self.path))
+        self._plain.no_padding()
+        self._plain.no_truncation()
+        self._cut: dict[int, object] = {}
+        self._lock = threading.Lock()
+
+    def _truncating(self, max_length: int):
+        with self._lock:
+            if max_length not in self._cut:
+                from tokenizers import Tokenizer
+
+                tok = Tokenizer.from_file(str(self.path))
+                tok.no_padding()
+                tok.enable_truncation(max_length, stride=0, strategy="longest_first")
+                self._cut[max_length] = tok
+            return self._cut[max_length]
+
+    def __call__(self, text, *, add_special_tokens: bool = True, truncation: bool = False,
+                 max_length: int | None = None, return_offsets_mapping: bool = False) -> dict:
+        single = isinstance(text, str)
+        texts = [text] if single else list(text)
+        tok = self._truncating(int(max_length)) if truncation and max_length else self._plain
+        encs = tok.encode_batch(texts, add_special_tokens=add_special_tokens) if texts else []
+        out = {"input_ids": [e.ids for e in encs]}
+        if return_offsets_mapping:
+            out["offset_mapping"] = [e.offsets for e in encs]
+        return {k: v[0] for k, v in out.items()} if single else out
+
+    def __deepcopy__(self, memo) -> "FastTokenizer":
+        return self  # no state a call changes: one copy serves every thread
+
+
+def _load_tokenizer(model_dir: Path) -> FastTokenizer:
+    return FastTokenizer(Path(model_dir) / "tokenizer.json")
 
 
 def _session(path: Path, *, threads: int):
@@ -347,6 +391,28 @@ class OnnxEmbedder:
                 self.export_seconds = time.perf_counter() - t0
         return path
 
+    def prepare(self):
+        """Start exporting the model in a process of its own unless it is cached, so that it is
+        ready when the first text is embedded: :func:`index.build.build_index` calls this when
+        phase 1 begins, and the export (about 11 CPU seconds, imports torch) runs beside it
+        instead of after it, where the dense fill and the first question waited for it.
+        :meth:`ensure_model` then finds the file, or waits for that process's export lock; if
+        the process fails, it exports itself. The process shares nothing with the caller (no
+        open files: not the index's build lock), so it ends on its own even when the caller
+        is killed. Returns the ``subprocess.Popen``, or None when the model is cached."""
+        if self.model_path.exists():
+            return None
+        import subprocess
+        import sys
+
+        code = ("import sys; from rag.onnx_embedder import OnnxEmbedder; "
+                "OnnxEmbedder(sys.argv[1], model_dir=sys.argv[2], name=sys.argv[3], "
+                "variant=sys.argv[4], threads=1).ensure_model()")
+        return subprocess.Popen([sys.executable, "-c", code, str(self.cache_dir),
+                                 str(self.model_dir), self.name, self.variant],
+                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, close_fds=True)
+
     def _load(self):
         if self._session_obj is None:
             with self._lock:
@@ -358,7 +424,7 @@ class OnnxEmbedder:
 
     @property
     def tokenizer(self):
-        """The model's Hugging Face fast tokenizer (loaded from the model directory only)."""
+        """The model's tokenizer (:class:`FastTokenizer`, from the model directory only)."""
         if self._tokenizer is None:
             with self._lock:
                 if self._tokenizer is None:

@@ -6,6 +6,7 @@ An index directory (``Settings.index_dir(name)``, ``$PAPERCHAT_HOME/indexes/<nam
   where the chunks live in collection ``paperchat-<name>`` on the server);
 - ``papers.sqlite``: the paper catalog (:mod:`index.catalog`);
 - ``bm25/``: the BM25 index (:mod:`rag.lexical`);
+- ``names.json``: the paper names the index uses (:mod:`rag.names`), written beside BM25;
 - ``dense/``: the chunk vectors, one file per batch the dense fill committed
   (:mod:`index.dense`), what a reader searches while the index is still being embedded;
 - ``layout.npz``: the 2-D map (:mod:`index.layout`);
@@ -22,6 +23,7 @@ from pathlib import Path
 CHROMA_DIR = "chroma"
 CATALOG_FILE = "papers.sqlite"
 BM25_DIR = "bm25"
+NAMES_FILE = "names.json"
 DENSE_DIR = "dense"
 LAYOUT_FILE = "layout.npz"
 VECTORS_FILE = "paper_vectors.npz"
@@ -55,6 +57,7 @@ class IndexPaths:
     chroma = _under_root(CHROMA_DIR, "the embedded Chroma store")
     catalog = _under_root(CATALOG_FILE, "the paper catalog")
     bm25 = _under_root(BM25_DIR, "the BM25 index")
+    names = _under_root(NAMES_FILE, "the paper names the index uses")
     dense = _under_root(DENSE_DIR, "the chunk vectors, one file per committed batch")
     layout = _under_root(LAYOUT_FILE, "the 2-D map")
     vectors = _under_root(VECTORS_FILE, "one vector per paper")

@@ -55,6 +55,12 @@ class Settings(BaseSettings):
     chunk_tokens: int = Field(256, description="Chunk window in embedder tokens, special tokens "
                               "included; all-MiniLM-L6-v2 reads at most 256.")
     chunk_overlap: int = Field(48, description="Tokens shared by consecutive chunks of a paper.")
+    fill_nice: int = Field(
+        10, ge=0, le=19, description="Nice levels (Unix scheduling priority, 0-19) by which "
+        "'paperchat index' lowers itself for its dense fill, once the index answers: questions "
+        "asked beside the running build (ask, chat, the UI) then take the CPU first. Only "
+        "matters when the CPU is busy, where it also slows the fill beside other work; 0 keeps "
+        "the build's own priority. A build inside the app (the default index) is never lowered.")
 
     # --- retrieval -----------------------------------------------------------------------------
     k: int = Field(5, ge=1, le=50, description="Papers returned to the model and shown as cards.")

@@ -681,3 +681,85 @@ def test_an_index_from_before_the_dense_fill_is_updated_without_embedding_it_aga
     from tests.test_build import assert_index_exact
 
     assert_index_exact(settings, seed, FakeEmbedder())
+
+
+# --- the fill yields the CPU (index.build.lower_priority) -------------------------------------
+_LOWER = """
+import json, os, threading, time
+from pathlib import Path
+from index.build import lower_priority
+stop = threading.Event()
+before = threading.Thread(target=stop.wait)
+before.start()
+group = Path("/proc/self/autogroup")
+start = group.read_text() if group.is_file() else None
+lowered = lower_priority(3)
+after = threading.Thread(target=stop.wait)
+after.start()
+tasks = Path("/proc/self/task")
+nice = sorted({os.getpriority(os.PRIO_PROCESS, int(t.name)) for t in tasks.iterdir()})
+stop.set()
+print(json.dumps({"lowered": lowered, "nice": nice, "own": os.getsid(0) == os.getpid(),
+                  "group": [start, group.read_text() if start else None]}))
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="per-thread nice values: Linux")
+@pytest.mark.parametrize("own_session", [False, True])
+def test_lower_priority_lowers_every_thread_and_a_session_of_its_own(own_session):
+    """Threads running before the call and started after it are all 3 nice levels lower; the
+    autogroup is lowered too only when the process leads its session."""
+    out = subprocess.run([sys.executable, "-c", _LOWER], cwd=ROOT, check=True, text=True,
+                         capture_output=True, start_new_session=own_session,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    got = json.loads(out.stdout)
+    base = os.getpriority(os.PRIO_PROCESS, 0)
+    assert got["lowered"] >= 2 and got["nice"] == [min(19, base + 3)]
+    assert got["own"] is own_session
+    start, end = got["group"]
+    if start is not None:
+        def nice(text):
+            return int(text.split("nice")[-1])
+        assert nice(end) == (min(19, nice(start) + 3) if own_session else nice(start))
+
+
+def test_paperchat_index_passes_the_fill_nice_setting(monkeypatch, tmp_path):
+    """cmd_index lowers the fill by settings.fill_nice (PAPERCHAT_FILL_NICE); build_index on its
+    own (the app's default index, the tests) keeps the priority (0)."""
+    import inspect
+
+    from index import build
+    from rag import cli
+
+    assert inspect.signature(build.build_index).parameters["fill_nice"].default == 0
+    seen = {}
+
+    def fake_build(*args, **kwargs):
+        seen.update(kwargs)
+        raise SystemExit(0)
+
+    monkeypatch.setattr(build, "build_index", fake_build)
+    monkeypatch.setenv("PAPERCHAT_HOME", str(tmp_path))
+    monkeypatch.setenv("PAPERCHAT_FILL_NICE", "7")
+    with pytest.raises(SystemExit):
+        cli.main(["index", str(SEED), "--name", "x", "--quiet"])
+    assert seen["fill_nice"] == 7
+
+
+def test_a_build_prepares_the_embedder_when_it_has_papers_to_embed(settings):
+    """build_index calls the embedder's prepare() (the ONNX export in a process of its own,
+    rag.onnx_embedder.OnnxEmbedder.prepare) when phase 1 begins, only if there is a fill."""
+
+    class Preparing(FakeEmbedder):
+        def __init__(self):
+            super().__init__()
+            self.prepared = 0
+
+        def prepare(self):
+            self.prepared += 1
+
+    embedder = Preparing()
+    build_index(SEED, settings=settings, embedder=embedder, **QUIET)
+    assert embedder.prepared == 1
+    build_index(SEED, settings=settings, embedder=embedder, **QUIET)  # nothing to embed
+    assert embedder.prepared == 1

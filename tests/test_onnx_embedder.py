@@ -79,6 +79,22 @@ def test_ensure_model_exports_once_and_clears_killed_exports(model_dir, tmp_path
     assert len(calls) == 1
 
 
+def test_prepare_starts_no_export_when_the_model_is_cached(model_dir, tmp_path):
+    emb = oe.OnnxEmbedder(tmp_path / "cache", model_dir=model_dir, variant="int8")
+    emb.model_path.parent.mkdir(parents=True)
+    emb.model_path.write_bytes(b"onnx")
+    assert emb.prepare() is None
+
+
+def test_a_failed_export_in_its_own_process_leaves_nothing_behind(model_dir, tmp_path):
+    """prepare() on model files that cannot be exported: the process fails by itself, leaves no
+    model, and ensure_model then raises the export's error here."""
+    emb = oe.OnnxEmbedder(tmp_path / "cache", model_dir=model_dir, variant="int8")
+    proc = emb.prepare()
+    assert proc is not None and proc.wait(timeout=120) != 0
+    assert not emb.model_path.exists()
+
+
 def test_mean_pooling_only(model_dir):
     (model_dir / "1_Pooling" / "config.json").write_text(
         '{"pooling_mode_mean_tokens": false, "pooling_mode_cls_token": true}')
@@ -91,6 +107,58 @@ def test_empty_input_loads_nothing(tmp_path):
     out = emb.embed([])
     assert out.shape == (0, 384) and out.dtype == np.float32
     assert not (tmp_path / "cache").exists()
+
+
+def test_the_tokenizer_loads_without_transformers(tmp_path):
+    code = ("import json, sys; from rag.onnx_embedder import OnnxEmbedder; "
+            f"e = OnnxEmbedder({str(tmp_path / 'cache')!r}); e.token_ids(['a text']); "
+            "print(json.dumps([m in sys.modules for m in ('torch', 'transformers')]))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True,
+                         capture_output=True, text=True).stdout
+    assert json.loads(out) == [False, False]
+
+
+def _tokenizer_texts() -> list[str]:
+    """Titles, abstracts and queries the tokenizer sees: the seed list and every 25th shared
+    ICLR 2026 paper when present, normalised and raw, and edge cases."""
+    from index.sources import load_papers
+    from rag.text import normalise
+
+    papers = load_papers(SEED).papers
+    if (SHARED_DATA / "iclr2026_all.jsonl").is_file():
+        papers += load_papers(SHARED_DATA / "iclr2026_all.jsonl").papers[::25]
+    texts = [t for p in papers for t in (p.title, p.abstract, normalise(p.title),
+                                          normalise(p.abstract))]
+    return texts + ["", " ", "word " * 1000, "Naïve $\\mathcal{O}(n^2)$ — déjà vu",
+                    "中文 テキスト 한국어", "tab\tnew\nline\u00a0nbsp\u200bzw", "ÉCOLE Ǆ ﬁ ²",
+                    "Which paper proposes StepORLM?", "x\x00y\x7fz"]
+
+
+def test_the_fast_tokenizer_gives_transformers_ids_and_offsets():
+    """FastTokenizer (tokenizers alone) against transformers' PreTrainedTokenizerFast on the
+    same tokenizer.json, as chunking (offsets, no special tokens) and embedding (special tokens,
+    truncated to 256) call it, and the chunks chunk_paper cuts with each."""
+    from transformers import PreTrainedTokenizerFast
+
+    from index.chunking import chunk_paper
+    from rag.offline import bundled_embedder_dir
+
+    model_dir = bundled_embedder_dir()
+    ours = oe._load_tokenizer(model_dir)
+    theirs = PreTrainedTokenizerFast.from_pretrained(str(model_dir), local_files_only=True)
+    texts = _tokenizer_texts()
+    plain = dict(add_special_tokens=False, return_offsets_mapping=True)
+    a, b = ours(texts, **plain), theirs(texts, **plain)
+    assert a["input_ids"] == b["input_ids"] and a["offset_mapping"] == b["offset_mapping"]
+    cut = dict(add_special_tokens=True, truncation=True, max_length=256)
+    assert ours(texts, **cut)["input_ids"] == theirs(texts, **cut)["input_ids"]
+    assert ours(texts, add_special_tokens=True)["input_ids"] == \
+        theirs(texts, add_special_tokens=True)["input_ids"]
+    for t in texts[:40] + texts[-9:]:  # one text: flat lists (attention masks are not used)
+        one = theirs(t, **plain)
+        assert ours(t, **plain) == {k: list(one[k]) for k in ("input_ids", "offset_mapping")}
+    for title, abstract in zip(texts[2::4], texts[3::4]):
+        assert chunk_paper("p", title, abstract, ours) == chunk_paper("p", title, abstract, theirs)
 
 
 # --- real model ------------------------------------------------------------------------------
@@ -136,6 +204,16 @@ def test_satisfies_the_embedder_protocol(onnx_embedder):
     enc = onnx_embedder.tokenizer("Héllo, wörld", add_special_tokens=False,
                                   return_offsets_mapping=True)
     assert len(enc["input_ids"]) == len(enc["offset_mapping"]) > 0
+
+
+@pytest.mark.integration
+def test_prepare_exports_the_model_in_a_process_of_its_own(tmp_path, onnx_embedder):
+    emb = oe.OnnxEmbedder(tmp_path / "cache", variant=onnx_embedder.variant)
+    proc = emb.prepare()
+    assert proc is not None and proc.wait(timeout=600) == 0
+    assert emb.model_path.is_file()
+    assert emb.ensure_model() == emb.model_path and emb.export_seconds == 0.0
+    assert emb.prepare() is None
 
 
 @pytest.mark.integration

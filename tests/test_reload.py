@@ -122,9 +122,9 @@ def test_a_build_is_opened_once_its_catalog_is_whole_and_again_when_embedded(
     seen: dict[str, object] = {}
     real_lexical, real_embed = build_mod.lexical_from_catalog, build_mod._embed_papers
 
-    def lexical_then_ask(catalog):  # the catalog has the new rows, BM25 is next
+    def lexical_then_ask(catalog, *args, **kwargs):  # the catalog has the new rows, BM25 is next
         seen["catalog"] = pipe.current_retriever()
-        return real_lexical(catalog)
+        return real_lexical(catalog, *args, **kwargs)
 
     def ask_then_embed(*args, **kwargs):  # phase 1 done, nothing embedded yet
         retriever = seen["answering"] = pipe.current_retriever()
