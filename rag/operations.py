@@ -240,7 +240,11 @@ def select(plan: Plan, history: Sequence[Turn], retriever: Retriever, settings: 
     elif source == "catalog":
         chosen = facets.matching(retriever.papers, used or None)
         shown = facets.by_rating(chosen, descending=plan.order != "rating_asc")[:CATALOG_SHOWN]
-        sel = Selection(_as_hits(shown), filters=used, scope="the whole list",
+        # "the 318 papers that match primary_area=reinforcement learning": an extreme or a sort
+        # of a filtered part says which part (it said "the whole list" for the best RL paper)
+        scope = (f"the {len(chosen):,} papers that match {facets.describe(used)}" if used
+                 else "the whole list")
+        sel = Selection(_as_hits(shown), filters=used, scope=scope,
                         total=len(retriever.papers), notes=notes, standalone=plan.said,
                         every=chosen)
     elif source in ("previous", "focus", "positions"):

@@ -76,7 +76,7 @@ _TIER_ALONE = re.compile(r"\b(?:(?:among|in|from|of)\s+(?:the\s+)?(orals|spotlig
                          r"(?:rated|scored|reviewed|ranked)\s+(orals?|spotlights?|posters?)\b|"
                          # "posters about X", "orals in RL", "the poster with the best rating"
                          r"(orals|posters|spotlights)(?=\s+(?:are|were|about|on|in|with|that|which|"
-                         r"from|sorted|by)\b)|"
+                         r"from|sorted|by|ranked|ordered|best|worst|highest|lowest|first)\b)|"
                          r"(?<=\bthe\s)(oral|poster|spotlight)(?=\s+(?:with|that|which|among)\b)|"
                          # "oral?" "the spotlight ones"
                          r"(oral|spotlight)\b(?=\s*(?:[?.!,;]|$|ones?\b))|"
@@ -104,11 +104,11 @@ _TIER_WORD = {"oral": "oral", "orals": "oral", "spotlight": "spotlight", "spotli
 # "rated 6 or higher", "rating >= 6", "with a mean rating above 5.5", "scored at least 8"
 _RATING = re.compile(
     r"\b(?:(?:with\s+)?(?:an?\s+)?(?:(?:mean|average|avg|reviewer|review|overall)\s+){0,2}"
-    r"(?:rating|score)s?|rated|scored)"
+    r"(?:rating|score)s?|rated|scored)(?:\s*,?\s*(?:like|um|uh|say)\s*,)?"
     r"\s*(?:(?:is|are|was|were|of)\s+)?(>=|<=|>|<|=|≥|≤|at least|at most|above|over|below|under|greater than|"
     r"more than|higher than|less than|lower than|of at least|no less than|no more than)?\s*"
     r"(\d{1,2}(?:\.\d{1,2})?)(?!\d|\.\d)(?:\s*(?:/|out of)\s*10)?(\s+or\s+(?:higher|more|above|better|greater|"
-    r"lower|less|below|worse))?(?:\s+and\s+(?:up|above))?", re.I)
+    r"over|lower|less|below|worse|under))?(?:\s+and\s+(?:up|above))?", re.I)
 _OPS = {">=": ">=", "≥": ">=", "at least": ">=", "of at least": ">=", "no less than": ">=",
         "<=": "<=", "≤": "<=", "at most": "<=", "no more than": "<=", ">": ">", "above": ">",
         "over": ">", "greater than": ">", "more than": ">", "higher than": ">", "<": "<",
@@ -165,6 +165,29 @@ _BARE_RATING = re.compile(r"\b(?:ones|papers|those|these|them|they|are|averag\w*
 _RATING_AVERAGE = re.compile(r"(?<![\w.])(\d(?:\.\d{1,2})?)\s*(\+|or\s+(?:more|higher|above|better|"
                              r"over|less|lower|below|worse|under))\s+(?:on\s+)?(?:average|avg|"
                              r"mean)\b", re.I)
+# "drop anything below 5", "remove those under 6", "get rid of the ones above 7", "nothing
+# under 5.5 please": a threshold said of what to leave out, so the filter keeps the other side
+_DROP_RATING = re.compile(r"\b(?:drop|remove|exclude|filter\s+out|get\s+rid\s+of|cut|skip|hide|"
+                          r"lose|throw\s+out|ignore|leave\s+out|discard|no|nothing|none|without)"
+                          r"\b(?:\s+(?:\w+|[\w-]+)){0,4}?\s+(below|under|less\s+than|"
+                          r"lower\s+than|above|over|more\s+than|higher\s+than)\s+"
+                          r"(\d(?:\.\d{1,2})?|10)(?![\d.]*\s*(?:%|x\b|times|points|pp|layers|"
+                          r"billion|[bBmMkK]\b))", re.I)
+_DROP_OPS = {"below": ">=", "under": ">=", "less than": ">=", "lower than": ">=", "above": "<=",
+             "over": "<=", "more than": "<=", "higher than": "<="}
+# "got 6+", "how many of these got 6 or more", "scoring 7 or above": a threshold a paper got
+_GOT_RATING = re.compile(r"\b(?:got|get|getting|gets|scoring|averaging|with)\s+(?:a\s+|an\s+)?"
+                         r"(\d(?:\.\d{1,2})?)\s*(\+|or\s+(?:more|higher|above|better|over|less|"
+                         r"lower|below|worse|under))(?![\w%])", re.I)
+# "and above 6 only", "above 6 pls", "only under 5": a threshold that is the whole request
+_ONLY_RATING = re.compile(r"^\W*(?:(?:and|but|ok|okay|now|only|just)\W+){0,2}(above|over|below|under|"
+                          r"at least|at most)\s+(\d(?:\.\d{1,2})?)\W*(?:(?:only|pls|please|then)"
+                          r"\W*)*$", re.I)
+#: Words that may follow a bare threshold ("got 6+ only", "6+ ones"): any other word is what
+#: was counted ("7 or more GPUs"), not a rating.
+_AFTER_THRESHOLD = re.compile(r"\s*(?:[^\w\s]|$|(?:only|pls|please|ones?|papers?|pprs?|works?|"
+                              r"submissions?|on|average|avg|mean|and|or|rating|ratings|score|"
+                              r"scores|then|just|in|from|at|sorted|ranked|first|right)\b)", re.I)
 _PLUS = re.compile(r"(?<![\w.])(\d{1,2}(?:\.\d{1,2})?)\s?\+(?!\w)")
 _RATING_WORD = re.compile(r"\b(?:rat\w*|scor\w*|review\w*|average|mean)\b", re.I)
 #: Longest author name read from a question (the longest in ICLR 2018's list is 31 chars).
@@ -207,7 +230,8 @@ class FilterSlots:
 _NO_TOPIC = frozenset("some few sever coupl pl pleas thank good interest cool nice "
                       "how mani number count total paper work submiss articl studi list show "
                       "give find tell me all ani there which what are were is was the in of "
-                      "accept conferenc index corpus iclr year public entri".split())
+                      "accept conferenc index corpus iclr year public entri lol haha thx ok okai "
+                      "um uh hmm".split())
 
 
 def has_topic(query: str) -> bool:
@@ -322,8 +346,14 @@ def _fuzzy_area(want: str, areas: tuple[str, ...]) -> str | None:
 
 #: Words after an area's name that say nothing about a topic: an order, fillers, "this year".
 _FILLER = frozenset("worst best first last top bottom highest lowest sorted ranked ordered by "
+                    "rated liked reviewed scored "
                     "rating ratings score scores um uh like pls please this year lately recently "
                     "overall now only so far at all conference iclr".split())
+
+
+#: An end of the rating order named ("best first", "the worst 3"): with it a short area name
+#: before "papers" / "orals" is read as the area (see read_filters).
+_END_WORD = re.compile(r"\b(?:best|worst|top|lowest|highest|bottom)\b", re.I)
 
 
 def _clause(text: str) -> str:
@@ -370,7 +400,12 @@ def read_filters(question: str, *, areas: Sequence[str] = ()) -> FilterSlots:
         take(m, "status", _TIER_WORD[word.lower()])
     if "accepted" in values.get("status", []) and len(values["status"]) > 1:
         values["status"].remove("accepted")  # "accepted as an oral": the tier says more
+    for m in _DROP_RATING.finditer(question):  # before "rated under 5" is read as the filter
+        word = re.sub(r"\s+", " ", m.group(1).lower())
+        take(m, "rating", f"{_DROP_OPS[word]}{m.group(2)}")
     for m in _RATING.finditer(question):
+        if "rating" in values and any(a <= m.start() < b for a, b in spans):
+            continue  # "drop anything rated under 5": read above
         op = _OPS.get((m.group(1) or "").lower(), "")
         tail = (m.group(3) or "").lower()
         if not op:
@@ -382,17 +417,34 @@ def read_filters(question: str, *, areas: Sequence[str] = ()) -> FilterSlots:
             low = re.search(r"less|lower|below|worse|under", m.group(2), re.I)
             take(m, "rating", f"{'<=' if low else '>='}{m.group(1)}")
     if "rating" not in values:
+        for m in (*_GOT_RATING.finditer(question), *_ONLY_RATING.finditer(question)):
+            if m.re is _GOT_RATING and not _AFTER_THRESHOLD.match(question[m.end():]):
+                continue  # "with 7 or more GPUs"
+            if m.re is _GOT_RATING:
+                low = re.search(r"less|lower|below|worse|under", m.group(2), re.I)
+                take(m, "rating", f"{'<=' if low else '>='}{m.group(1)}", m.start(1), m.end())
+            else:
+                take(m, "rating", f"{_OPS[m.group(1).lower()]}{m.group(2)}")
+            break
+    if "rating" not in values:
         for m in _BARE_RATING.finditer(question):
             take(m, "rating", f"{_OPS[m.group(1).lower()]}{m.group(2)}", m.start(1), m.end())
-    if _RATING_WORD.search(question):
-        for m in _PLUS.finditer(question):
-            if float(m.group(1)) <= 10 and not any(a <= m.start() < b for a, b in spans):
-                take(m, "rating", f">={m.group(1)}")
+    for m in _PLUS.finditer(question):
+        # "7+" with a rating word in the turn, or said of the papers ("6+ ones only")
+        if float(m.group(1)) <= 10 and not any(a <= m.start() < b for a, b in spans) and (
+                _RATING_WORD.search(question) or re.match(r"\s*(?:ones?|papers?|pprs?|only)\b",
+                                                          question[m.end():], re.I)):
+            take(m, "rating", f">={m.group(1)}")
     for m in _YEAR.finditer(question):
         before = re.search(r"([A-Za-z][\w-]*)\s*$", question[:m.start()])
         if before and before.group(1)[0].isupper() and \
                 before.group(1).lower() not in _YEAR_OWNERS:
             continue  # "the Algonauts 2025 challenge", "AIME 2025": part of a name
+        after = re.match(r"\s+([A-Z][\w-]*)", question[m.end():])
+        if after and after.group(1).lower() not in _YEAR_OWNERS and \
+                not re.fullmatch(r"(?i:papers?|pprs?|works?|submissions?|orals?|posters?|"
+                                 r"spotlights?|accepted|rejected|list|conference)", after.group(1)):
+            continue  # "the 2019 Nobel", "2024 Olympiad problems": part of a name
         take(m, "year", m.group(1))
     for pattern in (_AUTHOR, _AUTHOR_LOWER, _AUTHOR_OWNER):
         for m in pattern.finditer(question):
@@ -405,7 +457,10 @@ def read_filters(question: str, *, areas: Sequence[str] = ()) -> FilterSlots:
             text = m.group("after") or m.group("before") or ""
             words = text.split()
             for i in range(len(words)):  # the longest tail of the words before "area" that names one
-                area = match_area(" ".join(words[i:]), areas)
+                tail = " ".join(words[i:])
+                area = match_area(tail, areas) or (
+                    match_area(tail.upper(), areas) if m.group("before") and len(tail) <= 3
+                    and i == len(words) - 1 else None)  # "rl area spotlights"
                 if area:
                     start = m.start("before") + text.index(words[i]) if m.group("before") else m.start()
                     lead = re.search(r"\b(?:in|from|of|within)\s+(?:the\s+)?$", question[:start], re.I)
@@ -426,7 +481,8 @@ def read_filters(question: str, *, areas: Sequence[str] = ()) -> FilterSlots:
                 said = question[m.end():end].rstrip(",")
                 area = match_area(said, areas, exact=True)
                 if not area and j <= 4 and not has_topic(_clause(question[end:])) and (
-                        "status" in values or "rating" in values or _SORT.search(question)):
+                        "status" in values or "rating" in values or _SORT.search(question) or
+                        _END_WORD.search(question)):
                     # "orals in time series, best first", "how many posters in vision": a
                     # short name that fits one area, with nothing topical after it
                     area = match_area(said, areas)
@@ -669,6 +725,21 @@ _DESCENDING_FIRST = re.compile(r"\b(?:best|highest|top|most|strongest|greatest|d
                                r"first)\b", re.I)
 #: "most low rated", "wrost", "least liked": low-end words, misspellings included.
 _ASCENDING_MORE = re.compile(r"\b(?:most\s+low|wo?rst|wrost|worse|lest|lowes)\b", re.I)
+
+
+#: "the worst of them?", "which is the best one", "the top-rated among these": one paper at an
+#: end of the rating order, not an ordering ("sort them best first", "best to worst").
+_ONE_SUPERLATIVE = re.compile(r"\bthe\s+(?:single\s+|very\s+)?(?:best|worst|top|highest|lowest|"
+                              r"least|most)(?:[-\s]+(?:rated|scored|liked|reviewed))?"
+                              r"(?:\s+(?:one|paper|work|entry))?\s*(?:[?.!]|$|of\b|among\b|"
+                              r"in\s+(?:them|these|those|that|this)\b|there\b|here\b)", re.I)
+_ORDER_CUE = re.compile(r"\b(?:sort\w*|rank\w*|order\w*|first|to)\b", re.I)
+
+
+def one_superlative(text: str) -> bool:
+    """True when ``text`` asks for the one paper at an end of the rating order ("the worst of
+    them?", "which is the best one?"), with no ordering word ("sort", "rank", "first", "to")."""
+    return bool(_ONE_SUPERLATIVE.search(text)) and not _ORDER_CUE.search(text)
 
 
 def ascending(text: str) -> bool:

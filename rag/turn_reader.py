@@ -109,6 +109,9 @@ class TurnSlots:
     #: ``singular``: it names a single paper ("paper", "one", "work").
     plural: bool = False
     singular: bool = False
+    #: The turn asks for the one paper at an end of the rating order ("the worst of them?":
+    #: :func:`rag.slots.one_superlative`).
+    one_superlative: bool = False
     #: The turn asks for the decision of the papers it points at (:func:`rag.slots.asks_status`).
     asks_status: bool = False
     #: The turn speaks of two papers together ("both", "the two": :func:`rag.slots.pair`).
@@ -134,6 +137,7 @@ def find_slots(text: str, context: TurnContext, areas: Sequence[str],
     out.has_topic = slots.has_topic(read.query)
     out.plural = slots.plural(text)
     out.singular = slots.singular(text)
+    out.one_superlative = slots.one_superlative(text)
     out.asks_status = slots.asks_status(text)
     out.pair = slots.pair(text)
     out.same_area = slots.same_area(text)

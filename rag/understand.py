@@ -159,6 +159,8 @@ def assemble(text: str, papers: str, op: str, aspect: str, found: TurnSlots,
         op = plan.op = "lookup"  # "Of these, which target VLMs?": picks among them
     if op == "extreme" and found.count is None and found.plural:
         op = plan.op = "sort"  # "the highest-rated papers on X": an ordering, not one paper
+    elif op == "sort" and found.count is None and not found.plural and found.one_superlative:
+        op = plan.op = "extreme"  # "the worst of them?": one paper, not an ordering
     if op in ("sort", "extreme"):
         plan.order = "rating_asc" if found.ascending else "rating_desc"
     if op in ("extreme", "compare", "survey", "sort", "list", "cite") and found.count:

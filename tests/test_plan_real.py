@@ -342,3 +342,27 @@ def test_of_these_is_never_a_new_search(accepted_ask):
                           "than text-only LLMs?", history)
     assert ans.plan["papers"] in ("previous", "focus")
     assert {h.id for h in ans.hits} <= {h.id for h in first.hits}
+
+
+@pytest.mark.slow
+def test_the_best_rated_paper_of_an_area_says_which_part_it_is_the_best_of(accepted_ask):
+    area = "reinforcement learning"
+    papers = [p for p in _accepted() if p["primary_area"] == area]
+    best = max(_mean(p) for p in papers)
+    ans, _ = accepted_ask("Who has the top average rating in reinforcement learning?")
+    assert ans.kind == "extreme" and ans.hits[0].paper.rating["mean"] == best
+    assert ans.hits[0].paper.primary_area == area
+    head = ans.text.split("\n")[0]
+    assert f"{len(papers):,} papers" in head and area in head and "whole list" not in head
+
+
+@pytest.mark.slow
+def test_the_worst_of_them_is_one_paper_and_drop_below_keeps_the_rest(accepted_ask):
+    first, history = accepted_ask("papers on federated learning privacy")
+    kept, _ = accepted_ask("drop anything below 5", history)
+    want = [h.id for h in first.hits if (h.paper.rating or {}).get("mean", -1) >= 5]
+    assert "rating>=5" in kept.filters_applied and sorted(h.id for h in kept.hits) == sorted(want)
+    worst, _ = accepted_ask("the worst of them?", history)
+    low = min(h.paper.rating["mean"] for h in first.hits if h.paper.rating)
+    assert worst.kind == "extreme" and worst.hits[0].paper.rating["mean"] == low
+    assert worst.hits[0].id in {h.id for h in first.hits}

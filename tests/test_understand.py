@@ -63,6 +63,14 @@ def test_ascending(text, asc):
     assert slots.ascending(text) is asc
 
 
+@pytest.mark.parametrize("text,one", [("the worst of them?", True), ("which is the best one", True),
+                                      ("the top-rated among these", True),
+                                      ("sort them best first", False), ("best to worst", False),
+                                      ("the best papers", False), ("the most cited", False)])
+def test_one_paper_at_an_end_of_the_order(text, one):
+    assert slots.one_superlative(text) is one
+
+
 AREAS = ["learning theory", "causal reasoning", "optimization", "generative models",
          "applications to robotics, autonomy, planning"]
 
@@ -104,6 +112,18 @@ AREAS = ["learning theory", "causal reasoning", "optimization", "generative mode
      ["primary_area=applications to robotics, autonomy, planning"]),
     ("keep me the ones the reviewers liked, 6 or more on average", ["rating>=6"]),
     ("7.5+ on average only", ["rating>=7.5"]),
+    # a threshold said of what to leave out keeps the other side
+    ("drop anything below 5", ["rating>=5"]), ("get rid of the ones above 7", ["rating<=7"]),
+    ("nothing under 5.5 pls", ["rating>=5.5"]), ("drop the ones that improve by over 5%", []),
+    ("methods without more than 3 layers", []),
+    ("drop anything rated under 5", ["rating>=5"]), ("the ones w rating 5 or under pls", ["rating<=5"]),
+    ("how many of these got 6 or more", ["rating>=6"]), ("with 7 or more GPUs", []),
+    ("and above 6 only", ["rating>6"]), ("6+ ones only", ["rating>=6"]),
+    ("how many are rated, like, 6 or above", ["rating>=6"]),
+    ("sort interpretability posters worst first", ["status=poster"]),
+    ("lt area spotlights, order by rating", ["status=spotlight", "primary_area=learning theory"]),
+    ("worst 3 in causal reasoning lol", ["primary_area=causal reasoning"]),
+    ("the 2019 Nobel prize in physics", []),
     # a year that is part of a name is no filter; the venue's or a sentence's first word is
     ("Which paper won the Algonauts 2025 challenge?", []), ("gains on AIME 2025", []),
     ("ICLR 2018 papers on GANs", ["year=2018"]), ("In 2018, who studied GANs?", ["year=2018"]),
