@@ -247,9 +247,18 @@ def select(plan: Plan, history: Sequence[Turn], retriever: Retriever, settings: 
         sel = Selection(_as_hits(shown), filters=used, scope=scope,
                         total=len(retriever.papers), notes=notes, standalone=plan.said,
                         every=chosen)
+    elif source in ("previous", "focus") and plan.op in ("lookup", "describe", "survey") and \
+            _missing_names(plan.said, retriever):
+        # "what lr schedule did the Krakatoa optimizer paper use?" after a topic: the paper
+        # asked about is in no abstract, so the previous papers cannot say (it quoted three)
+        missing = _missing_names(plan.said, retriever)
+        notes.append(note(f"No paper in this index mentions {', '.join(missing)}."))
+        sel = Selection([], refused=True, standalone=plan.said, filters=used, notes=notes)
     elif source in ("previous", "focus", "positions"):
-        sel = _from_previous(plan, source, _paired(plan, source, prev, history), used,
-                             retriever, settings, k, notes)
+        paired = _paired(plan, source, prev, history)
+        if paired is not prev:
+            source = "focus"  # the two papers of the last two turns, not the cards shown
+        sel = _from_previous(plan, source, paired, used, retriever, settings, k, notes)
     elif source == "named" and not plan.ids and not plan.sides and prev is not None and \
             _described(plan, prev, retriever):
         sel = _named(plan, used, retriever, settings, k, notes)
@@ -299,12 +308,12 @@ _ONE_PAPER_KINDS = ("lookup", "describe", "followup", "authors", "number", "cite
 
 def _paired(plan: Plan, source: str, prev: Turn, history: Sequence[Turn]) -> Turn:
     """``prev``, or, when the turn asks for two papers (``plan.n`` 2: "both", "the two") or
-    compares the paper under discussion with nothing named, and the last two turns were each
-    about one paper, a copy of ``prev`` whose papers under discussion are those two (the
-    earlier first)."""
-    if source != "focus" or len(prev.discussed) != 1 or len(history) < 2 or \
-            not (plan.n == 2 or plan.op == "compare" and not plan.sides):
-        return prev
+    compares the paper under discussion or the previous papers ("compare them") with nothing
+    named, and the last two turns were each about one paper, a copy of ``prev`` whose papers
+    under discussion are those two (the earlier first)."""
+    if source not in ("focus", "previous") or len(prev.discussed) != 1 or len(history) < 2 or \
+            not (plan.n == 2 or plan.op == "compare" and not plan.sides and not plan.n):
+        return prev  # "compare them" after "what is VitaBench?", "and the Tool Decathlon?" too
     earlier = history[-2]
     if earlier.kind not in _ONE_PAPER_KINDS or prev.kind not in _ONE_PAPER_KINDS or \
             not earlier.papers or earlier.papers[0].id == prev.papers[0].id:
@@ -450,6 +459,13 @@ def _described(plan: Plan, prev: Turn, retriever: Retriever) -> bool:
         return False
     plan.ids = [found[int(order[0])]]
     return True
+
+
+def _missing_names(said: str, retriever: Retriever) -> list[str]:
+    """Names in ``said`` that no indexed paper mentions (:func:`rag.refusal.unknown_names`)."""
+    from rag.refusal import unknown_names
+
+    return unknown_names(said, retriever)
 
 
 def _named(plan: Plan, used: Filters, retriever: Retriever, settings: Settings, k: int,

@@ -25,6 +25,15 @@ if TYPE_CHECKING:
 
 #: Best-chunk cosine similarity below which no indexed paper is about the question.
 MIN_DENSE = 0.30
+#: Best-chunk cosine similarity below which a question with a word the index has never seen
+#: (:func:`unseen_words`) is refused: "any good sourdough starter hydration tips?" reaches 0.313
+#: on the accepted ICLR 2026 papers (through "starter" and "tips"), "papers on astrology based
+#: prediction of election outcomes" 0.36, while real questions with a word no abstract uses
+#: ("wildfire spread prediction") reach 0.42 and up.
+MIN_DENSE_UNSEEN = 0.40
+#: Shortest stem counted by :func:`unseen_words`; shorter ones are too often a typo's remains
+#: or an abbreviation.
+UNSEEN_MIN_CHARS = 5
 
 # A name: CamelCase (two capitals inside a word), or a capitalised word carrying a digit / a
 # hyphenated capitalised part (Morvant-7B, HelioMorph-X, Velkrin-MoE, QuorraFlow-7).
@@ -57,6 +66,24 @@ def unknown_names(question: str, retriever: Retriever) -> list[str]:
     return missing
 
 
+def unseen_words(question: str, retriever: Retriever) -> list[str]:
+    """Stems of ``question`` (BM25 stems, :func:`rag.lexical.query_terms`) of at least
+    :data:`UNSEEN_MIN_CHARS` letters that no indexed paper uses, not even as a prefix of 5+
+    letters of the stem ("hallucinaton", a typo, keeps "hallucin" and is seen): "sourdough",
+    "hydrat". Digits and names (:func:`unknown_names` decides those) are not counted."""
+    from rag.lexical import query_terms
+
+    vocab = retriever.vocabulary()
+    out = []
+    for t in query_terms(question):
+        if len(t) < UNSEEN_MIN_CHARS or not t.isalpha() or t in vocab:
+            continue
+        if any(t[:n] in vocab for n in range(len(t) - 1, UNSEEN_MIN_CHARS - 1, -1)):
+            continue
+        out.append(t)
+    return out
+
+
 def names_paper(question: str, hit: Hit) -> bool:
     """True when the question names the hit's paper outright: a name-like word of the question
     (StepORLM, RFTHGS, GRPO: :data:`rag.slots.NAME`, case and hyphens ignored) occurs in
@@ -83,7 +110,8 @@ def is_out_of_corpus(question: str, hits: list[Hit], retriever: Retriever,
     ``top_dense`` is the best chunk cosine similarity of the search (default: the best
     ``Hit.dense`` of ``hits``). A best cosine under :data:`MIN_DENSE` refuses unless the
     question names the top paper outright: by its name (:meth:`rag.retrieve.Retriever.named`,
-    a strong lexical match) or :func:`names_paper`.
+    a strong lexical match) or :func:`names_paper`; so does one under :data:`MIN_DENSE_UNSEEN`
+    when the question has a word the index never uses (:func:`unseen_words`).
     """
     if not hits:
         return True
@@ -92,6 +120,9 @@ def is_out_of_corpus(question: str, hits: list[Hit], retriever: Retriever,
     strong = bool(named and hits[0].id in named(question))  # a lexical match on its name
     if best < MIN_DENSE and not strong and not names_paper(question, hits[0]):
         return True
+    if best < MIN_DENSE_UNSEEN and not strong and unseen_words(question, retriever) and \
+            not names_paper(question, hits[0]):
+        return True  # its own words are not the index's, and the nearest chunk is far
     return bool(unknown_names(question, retriever))
 
 

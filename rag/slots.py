@@ -566,7 +566,7 @@ _BY_ORDINAL = re.compile(
     rf"|\bthe\s+({_ORD})\b(?!\s+(?:{_NOUN}|{_CARD}|times?|place|steps?|half|authors?|years?|days?|"
     rf"stages?|layers?|tokens?|few|couple|order|round|part|phase|version|sentence|line|"
     rf"word)\b)(?!-)"
-    rf"|\b(\d{{1,2}}(?:st|nd|rd|th))\b", re.I)
+    rf"|(?<![/.\d])\b(\d{{1,2}}(?:st|nd|rd|th))\b", re.I)
 #: "[3]", "#2", "paper 4", "no. 3", "number 5", "item 2", "(2)".
 _BY_NUMBER = re.compile(r"\[(\d{1,2})\]|#\s?(\d{1,2})\b|\b(?:paper|no\.?|number|nr\.?|item|"
                         r"entry|ref(?:erence)?)\s+(\d{1,2})\b|\((\d{1,2})\)", re.I)
@@ -657,7 +657,8 @@ def positions(text: str, n_previous: int = 0) -> tuple[list[int], list[tuple[int
         spans.append(m.span())
     for m in _BY_ORDINAL.finditer(text):
         word = next(g for g in m.groups() if g)
-        found.append((m.start(), _ORDINAL[word.lower()]))
+        # "12th" is not in _ORDINAL: its digits say the number ("1/50th" is no position)
+        found.append((m.start(), _ORDINAL.get(word.lower()) or int(re.match(r"\d+", word).group())))
         spans.append(m.span())
     if n_previous:
         for m in _BARE_LIST.finditer(text):  # "2, 5 and 6", "1 and 3 bibtex pls"

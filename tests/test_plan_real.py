@@ -302,6 +302,9 @@ def test_two_turns_about_one_paper_each_are_the_pair_of_both_and_the_two(accepte
     compared, _ = accepted_ask("How do they differ? Put them side by side.", history)
     assert compared.kind == "compare" and sorted(compared.comparison_ids) == sorted(
         [ids["Gaia2"], ids["RealPDEBench"]])
+    plain, _ = accepted_ask("compare them", history)  # read as the previous papers: still the two
+    assert plain.kind == "compare" and sorted(plain.comparison_ids) == sorted(
+        [ids["Gaia2"], ids["RealPDEBench"]])
 
 
 @pytest.mark.slow
@@ -366,3 +369,26 @@ def test_the_worst_of_them_is_one_paper_and_drop_below_keeps_the_rest(accepted_a
     low = min(h.paper.rating["mean"] for h in first.hits if h.paper.rating)
     assert worst.kind == "extreme" and worst.hits[0].paper.rating["mean"] == low
     assert worst.hits[0].id in {h.id for h in first.hits}
+
+
+@pytest.mark.slow
+def test_a_question_in_words_no_abstract_uses_is_refused_and_a_typo_is_not(accepted_ask):
+    from rag.refusal import MIN_DENSE, MIN_DENSE_UNSEEN
+
+    for question in ("any good sourdough starter hydration tips?",
+                     "papers on astrology based prediction of election outcomes?"):
+        ans, _ = accepted_ask(question)
+        top = max(h.dense for h in ans.hits) if ans.hits else 0.0
+        assert ans.refused, (question, top)
+        assert top >= MIN_DENSE or not ans.hits  # refused by the unseen word, not the old rule
+    ans, _ = accepted_ask("mitigating halucination in vision language models")  # a typo
+    assert not ans.refused and ans.hits and MIN_DENSE_UNSEEN > MIN_DENSE
+
+
+@pytest.mark.slow
+def test_a_paper_named_after_a_topic_that_no_abstract_mentions_is_refused(accepted_ask):
+    first, history = accepted_ask("optimizers for LLM pretraining")
+    ans, _ = accepted_ask("what lr schedule did the Krakatoa optimizer paper use?", history)
+    assert ans.refused and "Krakatoa" in ans.text and not ans.hits
+    kept, _ = accepted_ask("which of these use Adam?", history)  # a name the index knows
+    assert not kept.refused and kept.hits

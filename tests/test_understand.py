@@ -63,6 +63,12 @@ def test_ascending(text, asc):
     assert slots.ascending(text) is asc
 
 
+def test_an_ordinal_past_tenth_is_its_number_and_a_fraction_is_none():
+    # "(1/50th of baseline)" in an author TL;DR raised KeyError: '50th' (paperchat eval crashed)
+    assert slots.positions("bibtex of the 12th", 15)[0] == [12]
+    assert slots.positions("only 365 samples (1/50th of baseline)", 15)[0] == []
+
+
 @pytest.mark.parametrize("text,one", [("the worst of them?", True), ("which is the best one", True),
                                       ("the top-rated among these", True),
                                       ("sort them best first", False), ("best to worst", False),
