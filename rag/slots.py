@@ -176,7 +176,8 @@ _DROP_RATING = re.compile(r"\b(?:drop|remove|exclude|filter\s+out|get\s+rid\s+of
 _DROP_OPS = {"below": ">=", "under": ">=", "less than": ">=", "lower than": ">=", "above": "<=",
              "over": "<=", "more than": "<=", "higher than": "<="}
 # "got 6+", "how many of these got 6 or more", "scoring 7 or above": a threshold a paper got
-_GOT_RATING = re.compile(r"\b(?:got|get|getting|gets|scoring|averaging|with)\s+(?:a\s+|an\s+)?"
+_GOT_RATING = re.compile(r"\b(?:got|get|getting|gets|scoring|averaging|with|are|were|is)\s+"
+                         r"(?:a\s+|an\s+|rated\s+)?"
                          r"(\d(?:\.\d{1,2})?)\s*(\+|or\s+(?:more|higher|above|better|over|less|"
                          r"lower|below|worse|under))(?![\w%])", re.I)
 # "and above 6 only", "above 6 pls", "only under 5": a threshold that is the whole request
@@ -480,7 +481,7 @@ def read_filters(question: str, *, areas: Sequence[str] = ()) -> FilterSlots:
                 end = m.end() + words[j - 1].end()
                 said = question[m.end():end].rstrip(",")
                 area = match_area(said, areas, exact=True)
-                if not area and j <= 4 and not has_topic(_clause(question[end:])) and (
+                if not area and j <= 6 and not has_topic(_clause(question[end:])) and (
                         "status" in values or "rating" in values or _SORT.search(question) or
                         _END_WORD.search(question)):
                     # "orals in time series, best first", "how many posters in vision": a

@@ -77,8 +77,9 @@ def compatible(papers: str, op: str, context: TurnContext, found: TurnSlots | No
     whose words name comparison sides ("how does A differ from B", "A vs B") is a comparison."""
     if op == "refine" and not context.has_previous:
         return False
-    if found is not None and found.sides and op != "compare":
-        return False
+    if found is not None and found.sides and op != "compare" and not (
+            op == "survey" and _SURVEY_WORD.search(found.filters.question)):
+        return False  # (a turn that asks for a survey in so many words may name sides in it)
     if found is not None and papers == "catalog" and op == "count" and context.has_previous \
             and found.refers_back and not found.filters.filters and context.n_previous > 1:
         return False  # "how many is that in total?": the papers just shown, not the whole list
@@ -96,6 +97,13 @@ def compatible(papers: str, op: str, context: TurnContext, found: TurnSlots | No
 
 
 _WHICH = re.compile(r"\bwhich\b", re.I)
+#: "survey of methods for X - A vs B vs C": a survey asked for in so many words.
+_SURVEY_WORD = re.compile(r"^\W*(?:(?:a|an|give\s+me\s+(?:a|an))\s+)?(?:survey|overview|landscape|"
+                          r"lit(?:erature)?\s+review)\b", re.I)
+#: "more papers like TangoFlux", "anything similar to StepORLM": the papers near a named one.
+_LIKE_NAME = re.compile(r"\b(?:papers?|works?|ones|stuff|more|others?|anything|something)\s+"
+                        r"(?:\w+\s+)?(?:like|similar\s+to|close\s+to|resembling|akin\s+to)\s+$",
+                        re.I)
 #: Operations a singular reference ("that one", "this paper") applies to one paper.
 #: ("which one of these ..." picks among the previous answer's papers: not this rule).
 _SINGLE_OPS = ("describe", "authors", "number", "cite", "similar")
@@ -128,6 +136,9 @@ def read_turn(text: str, context: TurnContext, reader: TurnReader, *, areas: Seq
             if p > best_p:
                 best, best_p = (papers, op), p
     papers, op = best or ("search", "lookup")
+    if found.names and op != "similar" and any(
+            _LIKE_NAME.search(text[:span[0]]) for _, span, ids in found.names if len(ids) == 1):
+        papers, op = "named", "similar"  # "find me more papers like TangoFlux - ..."
     aspect = max(probs["aspect"], key=probs["aspect"].get) if op in _ASPECT_OPS else ""
     return assemble(text, papers, op, aspect, found, context,
                     confidence=best_p / total if total else 0.0)

@@ -392,3 +392,15 @@ def test_a_paper_named_after_a_topic_that_no_abstract_mentions_is_refused(accept
     assert ans.refused and "Krakatoa" in ans.text and not ans.hits
     kept, _ = accepted_ask("which of these use Adam?", history)  # a name the index knows
     assert not kept.refused and kept.hits
+
+
+@pytest.mark.slow
+def test_more_papers_like_a_named_one_and_a_survey_asked_for_with_sides(accepted_ask):
+    ids = {p["title"].split(":")[0]: p["id"] for p in _accepted()}
+    like, _ = accepted_ask("find me more papers like TangoFlux — text-to-audio generation, "
+                           "ideally with flow matching or preference optimization")
+    assert like.kind == "similar" and ids["TangoFlux"] not in [h.id for h in like.hits]
+    assert len(like.hits) >= 3
+    survey, _ = accepted_ask("survey of methods for protein generation - diffusion vs flow "
+                             "matching vs autoregressive")
+    assert survey.kind == "survey" and len(survey.hits) >= 8

@@ -130,6 +130,7 @@ AREAS = ["learning theory", "causal reasoning", "optimization", "generative mode
     ("lt area spotlights, order by rating", ["status=spotlight", "primary_area=learning theory"]),
     ("worst 3 in causal reasoning lol", ["primary_area=causal reasoning"]),
     ("the 2019 Nobel prize in physics", []),
+    ("ok which of those are 6 or higher", ["rating>=6"]), ("there are 7 or more agents", []),
     # a year that is part of a name is no filter; the venue's or a sentence's first word is
     ("Which paper won the Algonauts 2025 challenge?", []), ("gains on AIME 2025", []),
     ("ICLR 2018 papers on GANs", ["year=2018"]), ("In 2018, who studied GANs?", ["year=2018"]),
