@@ -34,6 +34,9 @@ MIN_DENSE_UNSEEN = 0.40
 #: Shortest stem counted by :func:`unseen_words`; shorter ones are too often a typo's remains
 #: or an abbreviation.
 UNSEEN_MIN_CHARS = 5
+#: Fewest indexed papers for :func:`unseen_words` to count: in a small index (the bundled
+#: 19-paper corpus) most words of a real question are in no abstract, so it says nothing there.
+UNSEEN_MIN_PAPERS = 1000
 
 # A name: CamelCase (two capitals inside a word), or a capitalised word carrying a digit / a
 # hyphenated capitalised part (Morvant-7B, HelioMorph-X, Velkrin-MoE, QuorraFlow-7).
@@ -111,7 +114,8 @@ def is_out_of_corpus(question: str, hits: list[Hit], retriever: Retriever,
     ``Hit.dense`` of ``hits``). A best cosine under :data:`MIN_DENSE` refuses unless the
     question names the top paper outright: by its name (:meth:`rag.retrieve.Retriever.named`,
     a strong lexical match) or :func:`names_paper`; so does one under :data:`MIN_DENSE_UNSEEN`
-    when the question has a word the index never uses (:func:`unseen_words`).
+    when the question has a word the index never uses (:func:`unseen_words`), in an index of
+    at least :data:`UNSEEN_MIN_PAPERS` papers.
     """
     if not hits:
         return True
@@ -120,8 +124,8 @@ def is_out_of_corpus(question: str, hits: list[Hit], retriever: Retriever,
     strong = bool(named and hits[0].id in named(question))  # a lexical match on its name
     if best < MIN_DENSE and not strong and not names_paper(question, hits[0]):
         return True
-    if best < MIN_DENSE_UNSEEN and not strong and unseen_words(question, retriever) and \
-            not names_paper(question, hits[0]):
+    if best < MIN_DENSE_UNSEEN and not strong and len(retriever.papers) >= UNSEEN_MIN_PAPERS \
+            and unseen_words(question, retriever) and not names_paper(question, hits[0]):
         return True  # its own words are not the index's, and the nearest chunk is far
     return bool(unknown_names(question, retriever))
 
