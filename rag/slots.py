@@ -156,30 +156,32 @@ _AREA_PAPERS = re.compile(r"(?<=\w)\s+(?:papers?|submissions?|works|orals?|poste
 _AREA_END = re.compile(r"\s*(?:[^\w\s]|$|(?:and|or|with|that|which|rated|about|on|papers?|"
                        r"area|track|from|in|by|are|is|were|was|sorted|ordered|having|where|"
                        r"whose|only|pls|please|ranked|published)\b)", re.I)
+#: After a number: it counts something else ("above 6%", "over 7 layers", "under 8B"), so it is no
+#: rating threshold.
+_NOT_A_RATING = r"(?![\d.]*\s*(?:%|x\b|times|points|pp|layers|billion|[bBmMkK]\b))"
+#: "+", "or more", "or lower", ...: the side of a threshold said after its number.
+_OR_SIDE = (r"(\+|or\s+(?:more|higher|above|better|over|less|lower|below|worse|under))")
 # "7+", "(6.5+)": a rating threshold when the turn talks about ratings
 # "which ones are above 6", "the ones averaging above 6": a threshold said of the papers
 _BARE_RATING = re.compile(r"\b(?:ones|papers|those|these|them|they|are|averag\w*)\s+(?:that\s+are\s+)?"
                           r"(above|over|below|under|at least|at most)\s+(\d(?:\.\d{1,2})?)"
-                          r"(?![\d.]*\s*(?:%|x\b|times|points|pp|layers|billion|[bBmMkK]\b))", re.I)
+                          + _NOT_A_RATING, re.I)
 # "6 or more on average", "7+ on average", "5.5 or lower on average"
-_RATING_AVERAGE = re.compile(r"(?<![\w.])(\d(?:\.\d{1,2})?)\s*(\+|or\s+(?:more|higher|above|better|"
-                             r"over|less|lower|below|worse|under))\s+(?:on\s+)?(?:average|avg|"
-                             r"mean)\b", re.I)
+_RATING_AVERAGE = re.compile(r"(?<![\w.])(\d(?:\.\d{1,2})?)\s*" + _OR_SIDE
+                             + r"\s+(?:on\s+)?(?:average|avg|mean)\b", re.I)
 # "drop anything below 5", "remove those under 6", "get rid of the ones above 7", "nothing
 # under 5.5 please": a threshold said of what to leave out, so the filter keeps the other side
 _DROP_RATING = re.compile(r"\b(?:drop|remove|exclude|filter\s+out|get\s+rid\s+of|cut|skip|hide|"
                           r"lose|throw\s+out|ignore|leave\s+out|discard|no|nothing|none|without)"
                           r"\b(?:\s+(?:\w+|[\w-]+)){0,4}?\s+(below|under|less\s+than|"
                           r"lower\s+than|above|over|more\s+than|higher\s+than)\s+"
-                          r"(\d(?:\.\d{1,2})?|10)(?![\d.]*\s*(?:%|x\b|times|points|pp|layers|"
-                          r"billion|[bBmMkK]\b))", re.I)
+                          r"(\d(?:\.\d{1,2})?|10)" + _NOT_A_RATING, re.I)
 _DROP_OPS = {"below": ">=", "under": ">=", "less than": ">=", "lower than": ">=", "above": "<=",
              "over": "<=", "more than": "<=", "higher than": "<="}
 # "got 6+", "how many of these got 6 or more", "scoring 7 or above": a threshold a paper got
 _GOT_RATING = re.compile(r"\b(?:got|get|getting|gets|scoring|averaging|with|are|were|is)\s+"
                          r"(?:a\s+|an\s+|rated\s+)?"
-                         r"(\d(?:\.\d{1,2})?)\s*(\+|or\s+(?:more|higher|above|better|over|less|"
-                         r"lower|below|worse|under))(?![\w%])", re.I)
+                         r"(\d(?:\.\d{1,2})?)\s*" + _OR_SIDE + r"(?![\w%])", re.I)
 # "and above 6 only", "above 6 pls", "only under 5": a threshold that is the whole request
 _ONLY_RATING = re.compile(r"^\W*(?:(?:and|but|ok|okay|now|only|just)\W+){0,2}(above|over|below|under|"
                           r"at least|at most)\s+(\d(?:\.\d{1,2})?)\W*(?:(?:only|pls|please|then)"
@@ -189,6 +191,14 @@ _ONLY_RATING = re.compile(r"^\W*(?:(?:and|but|ok|okay|now|only|just)\W+){0,2}(ab
 _AFTER_THRESHOLD = re.compile(r"\s*(?:[^\w\s]|$|(?:only|pls|please|ones?|papers?|pprs?|works?|"
                               r"submissions?|on|average|avg|mean|and|or|rating|ratings|score|"
                               r"scores|then|just|in|from|at|sorted|ranked|first|right)\b)", re.I)
+
+
+def _side(tail: str) -> str:
+    """The comparison of an :data:`_OR_SIDE` tail: ``"<="`` for "or less/lower/below/worse/under",
+    ``">="`` for "+" and "or more/higher/above/better/over"."""
+    return "<=" if re.search(r"less|lower|below|worse|under", tail, re.I) else ">="
+
+
 _PLUS = re.compile(r"(?<![\w.])(\d{1,2}(?:\.\d{1,2})?)\s?\+(?!\w)")
 _RATING_WORD = re.compile(r"\b(?:rat\w*|scor\w*|review\w*|average|mean)\b", re.I)
 #: Longest author name read from a question (the longest in ICLR 2018's list is 31 chars).
@@ -415,15 +425,13 @@ def read_filters(question: str, *, areas: Sequence[str] = ()) -> FilterSlots:
         take(m, "rating", f"{op}{m.group(2)}")
     if "rating" not in values:
         for m in _RATING_AVERAGE.finditer(question):
-            low = re.search(r"less|lower|below|worse|under", m.group(2), re.I)
-            take(m, "rating", f"{'<=' if low else '>='}{m.group(1)}")
+            take(m, "rating", f"{_side(m.group(2))}{m.group(1)}")
     if "rating" not in values:
         for m in (*_GOT_RATING.finditer(question), *_ONLY_RATING.finditer(question)):
             if m.re is _GOT_RATING and not _AFTER_THRESHOLD.match(question[m.end():]):
                 continue  # "with 7 or more GPUs"
             if m.re is _GOT_RATING:
-                low = re.search(r"less|lower|below|worse|under", m.group(2), re.I)
-                take(m, "rating", f"{'<=' if low else '>='}{m.group(1)}", m.start(1), m.end())
+                take(m, "rating", f"{_side(m.group(2))}{m.group(1)}", m.start(1), m.end())
             else:
                 take(m, "rating", f"{_OPS[m.group(1).lower()]}{m.group(2)}")
             break
