@@ -99,7 +99,7 @@ def resolve_refine(plan: Plan, history: Sequence[Turn], areas: Sequence[str] = (
     optimization?": the area changes, the decision stays). A new subject that is exactly one of
     ``areas`` (the index's primary areas) is that area's filter. Other plans are returned as
     they are."""
-    from rag.slots import match_area
+    from rag.slots import ascending, match_area
 
     if plan.op != "refine":
         return plan
@@ -119,6 +119,11 @@ def resolve_refine(plan: Plan, history: Sequence[Turn], areas: Sequence[str] = (
     query = base.query or prev.standalone or prev.question
     earlier = base.subject
     subject = plan.topic if plan.topic and plan.topic != plan.query else ""
+    if subject and _ORDER_ONLY.fullmatch(subject) and base.op in ("sort", "extreme"):
+        # "and the lowest?" after the best-rated paper: the same papers, the other end
+        return replace(base, order="rating_asc" if ascending(subject) else "rating_desc",
+                       positions=[], ids=[], confidence=plan.confidence, said=plan.said,
+                       notes=plan.notes, dropped=plan.dropped)
     said = list(plan.filters)
     area = match_area(subject, areas, exact=True) if subject and areas else None
     if area:
@@ -142,6 +147,10 @@ def resolve_refine(plan: Plan, history: Sequence[Turn], areas: Sequence[str] = (
                    dropped=plan.dropped)
 
 
+#: A new subject that only names an end of the rating order ("the lowest", "worst one").
+_ORDER_ONLY = re.compile(r"(?:the\s+)?(?:very\s+)?(?:best|worst|top|highest|lowest|bottom|least|"
+                         r"weakest|strongest)(?:[-\s]+(?:rated|scored|scoring|reviewed|one|ones|"
+                         r"paper|papers))*", re.I)
 #: Operations a refine that names a paper asks again of that paper.
 _NAMED_REFINE_OPS = ("describe", "lookup", "authors", "number", "cite", "similar")
 
@@ -255,6 +264,11 @@ def select(plan: Plan, history: Sequence[Turn], retriever: Retriever, settings: 
         notes.append(note(f"No paper in this index mentions {', '.join(missing)}."))
         sel = Selection([], refused=True, standalone=plan.said, filters=used, notes=notes)
     elif source in ("previous", "focus", "positions"):
+        if source == "focus" and plan.op in ("count", "list", "sort", "extreme") and \
+                len(prev.discussed) > 1 and prev.matched_filters is not None:
+            # "how many orals does it have?" after a listing of a track: the set the listing
+            # matched, not the cards it showed
+            source = "previous"
         paired = _paired(plan, source, prev, history)
         if paired is not prev:
             source = "focus"  # the two papers of the last two turns, not the cards shown

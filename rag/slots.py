@@ -132,7 +132,8 @@ _AUTHOR_LOWER = re.compile(rf"\b{_PAPERS}\s+(?:written\s+|authored\s+)?by\s+(?!{
 _AUTHOR_OWNER = re.compile(r"\b((?:[A-Z][\w'.\-]*\.?\s+){0,2}[A-Z][\w'\-]+)['’]s\s+(?:\d{4}\s+)?"
                            rf"{_PAPERS}\b")
 # "highest-rated papers on X", "top rated", "best-scored", "sorted by rating"
-_SORT = re.compile(r"\b(?:(?:highest|best|top|most\s+highly)[-\s]+(?:rated|scored|reviewed)|"
+_SORT = re.compile(r"\b(?:(?:highest|best|top|most\s+highly)[-\s]+"
+                   r"(?:rated|scored|scoring|reviewed)|"
                    r"highest\s+(?:mean\s+|average\s+)?(?:ratings?|scores?)|"
                    r"(?:sorted|ranked|ordered)\s+by\s+(?:(?:mean|average|reviewer)\s+)?"
                    r"(?:ratings?|scores?))\b", re.I)
@@ -295,7 +296,9 @@ def area_aliases(areas: tuple[str, ...]) -> dict[str, str]:
 def match_area(text: str, areas: Sequence[str], exact: bool = False) -> str | None:
     """The area of ``areas`` that ``text`` names: equal after :func:`fold` (British "-isation"
     read as "-ization"), or the area's name up to its first comma or bracket ("applications to
-    robotics" for "applications to robotics, autonomy, planning"), or (unless ``exact``) the area
+    robotics" for "applications to robotics, autonomy, planning"), or up to its bracket of
+    examples without "applications to" ("physical sciences" for "applications to physical
+    sciences (physics, chemistry, biology, etc.)"), or (unless ``exact``) the area
     contains ``text`` as whole words ("computer vision", "physical sciences") when only one area
     does."""
     want = re.sub(r"isation\b", "ization", fold(text))
@@ -306,7 +309,7 @@ def match_area(text: str, areas: Sequence[str], exact: bool = False) -> str | No
     for area in areas:
         head = fold(re.split(r"[,(]", area)[0])
         if fold(area) == want or head == want or \
-                re.sub(r"^applications to ", "", fold(area)) == want:
+                re.sub(r"^applications to ", "", fold(area.split("(")[0])) == want:
             return area
     alias = area_aliases(tuple(areas)).get(want)
     if alias and (len(want) > 3 or text.strip().isupper()):  # "RL", not "rl" or "Lt"
@@ -519,6 +522,7 @@ def read_filters(question: str, *, areas: Sequence[str] = ()) -> FilterSlots:
         sort = m.group(0)
         spans.append((m.start(), m.end()))
     query = _without(question, spans) if spans else question
+    query = _SELF_LEAD.sub("", query, count=1) if _SELF_LEAD.match(query) else query
     filters = Filters()
     for key, vs in values.items():
         for v in vs:
@@ -535,6 +539,16 @@ def read_filters(question: str, *, areas: Sequence[str] = ()) -> FilterSlots:
     return read
 
 
+#: "I've been browsing", "I'm mostly interested in", "we're looking at": the speaker, not the
+#: topic (what follows it is: "I'm working on protein folding" -> "protein folding").
+_SELF_ADVERBS = r"(?:\s+(?:been|just|mostly|really|currently|now|also|still|kinda|only|primarily|" \
+                r"mainly|personally))*"
+_SELF_VERB = r"\s+(?:\w+ing|interested|curious|keen)"
+_SELF_LEAD = re.compile(r"^\W*(?:(?:so|ok(?:ay)?|well|hi|hey|hello)\W+)*(?:i|we)(?:(?:\s*['’]\s*"
+                        r"(?:m|ve|re|d|ll)|(?<=i)(?:m|ve)|\s+(?:am|are|have|had|was|were|would|will))"
+                        + _SELF_ADVERBS + f"(?:{_SELF_VERB})?|" + _SELF_ADVERBS + _SELF_VERB +
+                        r")(?:\s+(?:in|at|into|on|about|through|over|around|for))?"
+                        r"(?=[\s,.!?;:]|$)\s*", re.I)
 _DANGLING = re.compile(r"(?:\s+|^)(?:and|or|with|that|which|are|were|was|is|in|from|of|within|the|"
                        r"by|at|among|as|an?|got|been|have|has)\s*([?.!]?)$", re.I)
 
@@ -886,22 +900,32 @@ def new_subject(text: str) -> str | None:
 # --- the topic of a count ----------------------------------------------------------------------
 # What a count question says before its topic: "how many papers are about", "number of works on"
 _COUNT_LEAD = re.compile(
-    r"^\s*(?:(?:how many|the number of|number of|count(?: of)?|total of)\s+(?:\w+\s+){0,2}?"
-    r"(?:papers?|works?|submissions?|articles?|studies|entries|publications)\s*"
+    r"^\s*(?:[\w',]+\s+){0,3}?(?:how many|the number of|number of|count(?: of)?|total of)\s+"
+    r"(?P<pre>(?:[\w'-]+\s+){0,4}?)"
+    r"(?:papers?|works?|submissions?|articles?|studies|entries|publications)\b\s*"
     r"(?:(?:are|were|is|was|did|do|have|has)\s+)?(?:there\s+)?(?:(?:in|at|from)\s+(?:this|the)\s+"
     r"(?:index|list|corpus|conference)\s+)?(?:(?:that\s+)?(?:are\s+|were\s+)?(?:about|on|"
     r"studying|study|use|using|propose|proposing|address|addressing|mention|mentioning|"
-    r"concerning|regarding|related to|deal(?:ing)? with|focus(?:ing)? on|in)\s+)?)", re.I)
-_TRAILER = re.compile(r"\s*(?:(?:in|at|from)\s+(?:this|the)\s+(?:index|list|corpus|conference)|"
-                      r"(?:at|in)\s+ICLR(?:\s+\d{4})?|are there|there are)?\s*[?.!]*\s*$", re.I)
+    r"concerning|regarding|related to|deal(?:ing)? with|focus(?:ing)? on|in)\s+)?", re.I)
+_TRAILER = re.compile(r"\s*(?:(?:in|at|from)?\s*(?:this|the)\s+(?:index|list|corpus|conference)|"
+                      r"(?:got|get|were|was|are|have\s+been|has\s+been)\s+(?:in|accepted)|"
+                      r"(?:at|in)\s+ICLR(?:\s+\d{4})?|(?:(?:are|were|is|was)\s+)?there(?:\s+are)?)?"
+                      r"\s*[?.!]*\s*$", re.I)
+#: Words before the noun that point at the set, not at a topic ("of the papers", "these").
+_COUNT_SET = re.compile(r"^(?:(?:of|among)\s+)?(?:the|these|those|all|all\s+the)\s+", re.I)
 
 
 def count_topic(question: str) -> str:
-    """The topic of a count question: its words after "how many papers are about" and before
-    "in this index?" ("How many papers are about reinforcement learning?" -> "reinforcement
-    learning"); ``""`` when there is none."""
-    rest = _COUNT_LEAD.sub("", question, count=1)
-    rest = _TRAILER.sub("", rest).strip(" ,;:")
-    return rest if rest != question.strip() else _TRAILER.sub("", question).strip()
+    """The topic of a count question: its words between "how many" and "papers" and after
+    "papers are about", before "in this index?" ("How many papers are about reinforcement
+    learning?" and "roughly how many machine unlearning papers got in?" -> "reinforcement
+    learning", "machine unlearning"); ``""`` when there is none. A question without a count
+    lead is returned without its trailer."""
+    m = _COUNT_LEAD.match(question)
+    if not m:
+        return _TRAILER.sub("", question).strip(" ,;:")
+    pre = _COUNT_SET.sub("", m.group("pre")).strip()
+    rest = _TRAILER.sub("", question[m.end():]).strip(" ,;:")
+    return " ".join(x for x in (pre, rest) if x)
 
 

@@ -178,7 +178,12 @@ def test_facet_count_of_nothing_says_what_the_index_holds():
     ("How many papers are about reinforcement learning?", "reinforcement learning"),
     ("how many submissions use diffusion models in this conference?", "diffusion models"),
     ("Number of papers on KV cache compression", "KV cache compression"),
-    ("How many papers are there?", "")])
+    ("How many papers are there?", ""),
+    ("roughly how many machine unlearning papers got in?", "machine unlearning"),
+    ("how many machine unlearning papers are there?", "machine unlearning"),
+    ("so how many works on GRPO were accepted?", "GRPO"),
+    ("how many of the papers use LoRA?", "LoRA"),
+    ("how many papers in this index?", "")])
 def test_topic_of_a_count_question(question, topic):
     from rag.slots import count_topic, has_topic
 

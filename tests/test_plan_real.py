@@ -404,3 +404,31 @@ def test_more_papers_like_a_named_one_and_a_survey_asked_for_with_sides(accepted
     survey, _ = accepted_ask("survey of methods for protein generation - diffusion vs flow "
                              "matching vs autoregressive")
     assert survey.kind == "survey" and len(survey.hits) >= 8
+
+
+@pytest.mark.slow
+def test_a_track_said_of_oneself_lists_it_and_it_then_means_the_track(accepted_ask):
+    """"I'm mostly interested in the X track" lists the area (no search on "I'm mostly"); then
+    "how many orals does it have?" counts the area's orals, not the 20 cards shown."""
+    area = "applications to neuroscience & cognitive science"
+    inside = [p for p in _accepted() if p["primary_area"] == area]
+    orals = [p for p in inside if "oral" in p["status"].lower()]
+    first, history = accepted_ask("I'm mostly interested in the neuroscience & cognitive science "
+                                  "track")
+    assert first.filters_applied == ["primary_area=" + area] and not first.refused
+    assert first.kind == "list" and len(first.hits) < len(inside)
+    ans, _ = accepted_ask("how many orals does it have?", history)
+    assert ans.kind == "count" and ans.text.startswith(f"{len(orals)} of the {len(inside)} ")
+
+
+@pytest.mark.slow
+def test_and_the_lowest_after_the_best_is_the_other_end_of_the_same_part(accepted_ask):
+    area = "infrastructure, software libraries, hardware, systems, etc."
+    inside = [p for p in _accepted() if p["primary_area"] == area and _mean(p) >= 0]
+    best, history = accepted_ask("what's the top rated paper in the infrastructure, software "
+                                 "libraries, hardware, systems area?")
+    assert best.kind == "extreme" and best.hits[0].paper.rating["mean"] == max(map(_mean, inside))
+    low, _ = accepted_ask("and the lowest?", history)
+    assert low.kind == "extreme" and "primary_area=" + area in low.filters_applied
+    assert low.hits[0].paper.rating["mean"] == min(map(_mean, inside))
+    assert low.hits[0].paper.primary_area == area

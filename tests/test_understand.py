@@ -78,7 +78,8 @@ def test_one_paper_at_an_end_of_the_order(text, one):
 
 
 AREAS = ["learning theory", "causal reasoning", "optimization", "generative models",
-         "applications to robotics, autonomy, planning"]
+         "applications to robotics, autonomy, planning",
+         "applications to physical sciences (physics, chemistry, biology, etc.)"]
 
 
 @pytest.mark.parametrize("text,filters", [
@@ -134,11 +135,26 @@ AREAS = ["learning theory", "causal reasoning", "optimization", "generative mode
     # a year that is part of a name is no filter; the venue's or a sentence's first word is
     ("Which paper won the Algonauts 2025 challenge?", []), ("gains on AIME 2025", []),
     ("ICLR 2018 papers on GANs", ["year=2018"]), ("In 2018, who studied GANs?", ["year=2018"]),
+    # an area's name before its bracket of examples, without "applications to"
+    ("which physical sciences paper has the lowest mean rating",
+     ["primary_area=applications to physical sciences (physics, chemistry, biology, etc.)"]),
 ])
 
 def test_filters_said_in_new_ways(text, filters):
     got = slots.read_filters(text, areas=AREAS).filters
     assert sorted(got.as_strings() if got else []) == sorted(filters)
+
+
+@pytest.mark.parametrize("text,query", [
+    ("I've been browsing the learning theory area", ""),
+    ("I'm mostly interested in the causal reasoning track", ""),
+    ("Im looking at GNNs", "GNNs"), ("we are working on protein folding", "protein folding"),
+    ("I want papers on GNNs", "I want papers on GNNs"), ("I/O-aware attention", "I/O-aware attention"),
+    ("ID selection papers", "ID selection papers"), ("image models", "image models")])
+def test_the_speaker_is_not_the_topic(text, query):
+    """A first-person lead ("I've been browsing", "I'm mostly interested in") is left out of
+    the words searched; "I" in a name or a plain "I want" stays."""
+    assert slots.read_filters(text, areas=AREAS).query == query
 
 
 @pytest.mark.parametrize("text,pair,same_area", [
