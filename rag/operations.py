@@ -247,15 +247,7 @@ def select(plan: Plan, history: Sequence[Turn], retriever: Retriever, settings: 
         # another language with nothing to search in Latin script: said, not guessed
         sel = Selection([], refused=True, standalone=plan.said, notes=notes)
     elif source == "catalog":
-        chosen = facets.matching(retriever.papers, used or None)
-        shown = facets.by_rating(chosen, descending=plan.order != "rating_asc")[:CATALOG_SHOWN]
-        # "the 318 papers that match primary_area=reinforcement learning": an extreme or a sort
-        # of a filtered part says which part (it said "the whole list" for the best RL paper)
-        scope = (f"the {len(chosen):,} papers that match {facets.describe(used)}" if used
-                 else "the whole list")
-        sel = Selection(_as_hits(shown), filters=used, scope=scope,
-                        total=len(retriever.papers), notes=notes, standalone=plan.said,
-                        every=chosen)
+        sel = _catalog(plan, used, retriever, notes)
     elif source in ("previous", "focus") and plan.op in ("lookup", "describe", "survey") and \
             _missing_names(plan.said, retriever):
         # "what lr schedule did the Krakatoa optimizer paper use?" after a topic: the paper
@@ -287,6 +279,19 @@ def select(plan: Plan, history: Sequence[Turn], retriever: Retriever, settings: 
     if evidence and sel.hits and not sel.refused:
         retriever.attach_evidence(plan.query or sel.standalone, sel.hits)
     return sel
+
+
+def _catalog(plan: Plan, used: Filters, retriever: Retriever, notes: list) -> Selection:
+    """Every paper of the index that ``used`` admits (``every``), the first
+    :data:`CATALOG_SHOWN` by rating as the hits (lowest first for ``rating_asc``)."""
+    chosen = facets.matching(retriever.papers, used or None)
+    shown = facets.by_rating(chosen, descending=plan.order != "rating_asc")[:CATALOG_SHOWN]
+    # "the 318 papers that match primary_area=reinforcement learning": an extreme or a sort
+    # of a filtered part says which part (it said "the whole list" for the best RL paper)
+    scope = (f"the {len(chosen):,} papers that match {facets.describe(used)}" if used
+             else "the whole list")
+    return Selection(_as_hits(shown), filters=used, scope=scope, total=len(retriever.papers),
+                     notes=notes, standalone=plan.said, every=chosen)
 
 
 #: A turn that compares something with the paper under discussion ("how does it compare to
@@ -385,11 +390,19 @@ def _from_previous(plan: Plan, source: str, prev: Turn, used: Filters, retriever
     kept = [p for p in papers if not used or used.matches(p)]
     if used and not kept:
         what = facets.describe(used)
+        said_at = len(notes)
         notes.append(note(f"None of {scope} matches {what}; a new search for them instead:"))
         from rag.refusal import MIN_DENSE
 
         fresh = replace(plan, papers="search", query=prev.standalone or prev.question)
         sel = _search(fresh, [], used, retriever, settings, max(k, facets.LISTED), notes)
+        if (sel.refused or not sel.hits) and (used.values.get("status") or
+                                              used.values.get("primary_area")):
+            # "probabilistic methods area, please" after an answer about nothing in it: the
+            # area's papers, not a search of the earlier words in it (refused)
+            notes[said_at] = note(f"None of {scope} matches {what}, and no paper of it is about "
+                             f"the earlier question; every paper that matches instead:")
+            return _catalog(replace(plan, order=""), used, retriever, notes)
         relevant = [h for h in sel.hits if h.dense >= MIN_DENSE]  # on the topic, not any oral
         if sel.hits and len(relevant) < len(sel.hits):
             sel.hits = relevant or sel.hits[:1]
@@ -402,6 +415,11 @@ def _from_previous(plan: Plan, source: str, prev: Turn, used: Filters, retriever
     if whole and source == "previous":
         sel.matched = list(dict.fromkeys(list(prev.matched_filters or []) +
                                          (used.as_strings() if used else [])))
+    elif plan.op == "survey" and not used and prev.matched_filters is not None and \
+            source == "previous":
+        # "what are typical topics there?" after a listing of an area: a summary of its cards
+        # leaves the set as it was, so "how many does it have in total?" still counts the area
+        sel.matched = list(prev.matched_filters)
     if plan.op == "compare":
         sel.columns = min(len(hits), COMPARE_MAX) if source != "previous" else \
             min(len(hits), plan.n or COMPARE_DEFAULT, COMPARE_MAX)

@@ -81,8 +81,17 @@ def compatible(papers: str, op: str, context: TurnContext, found: TurnSlots | No
             op == "survey" and _SURVEY_WORD.search(found.filters.question)):
         return False  # (a turn that asks for a survey in so many words may name sides in it)
     if found is not None and papers == "catalog" and op == "count" and context.has_previous \
-            and found.refers_back and not found.filters.filters and context.n_previous > 1:
-        return False  # "how many is that in total?": the papers just shown, not the whole list
+            and not found.filters.filters and context.n_previous > 1 and (
+                found.refers_back or not found.has_topic and
+                not _WHOLE_LIST.search(found.filters.question)):
+        # "how many is that in total?", "how many r there total": the papers just shown (or
+        # all their listing matched), not the whole list ("how many in the whole index?")
+        return False
+    if found is not None and papers in ("previous", "focus") and op == "count" and \
+            _WHOLE_LIST.search(found.filters.question) and not found.refers_back and \
+            not found.filters.filters and not found.of_these and \
+            not slots.has_topic(_WHOLE_LIST.sub(" ", found.filters.query)):
+        return False  # "how many papers are in the whole index?" after a topic: the whole list
     if found is not None and found.of_these and context.has_previous and op == "refine":
         return False  # "of these, which ...": picks among them, not the question asked again
     if found is not None and found.asks_status and op in ("refine", "list", "count"):
@@ -97,6 +106,8 @@ def compatible(papers: str, op: str, context: TurnContext, found: TurnSlots | No
 
 
 _WHICH = re.compile(r"\bwhich\b", re.I)
+#: Words that ask about the whole index rather than the papers in hand.
+_WHOLE_LIST = re.compile(r"\b(?:whole|entire|index|conference|iclr|corpus|overall)\b", re.I)
 #: "survey of methods for X - A vs B vs C": a survey asked for in so many words.
 _SURVEY_WORD = re.compile(r"^\W*(?:(?:a|an|give\s+me\s+(?:a|an))\s+)?(?:survey|overview|landscape|"
                           r"lit(?:erature)?\s+review)\b", re.I)

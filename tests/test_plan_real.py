@@ -432,3 +432,38 @@ def test_and_the_lowest_after_the_best_is_the_other_end_of_the_same_part(accepte
     assert low.kind == "extreme" and "primary_area=" + area in low.filters_applied
     assert low.hits[0].paper.rating["mean"] == min(map(_mean, inside))
     assert low.hits[0].paper.primary_area == area
+
+
+@pytest.mark.slow
+def test_a_count_after_a_listing_is_of_its_set_and_the_whole_index_is_the_whole_list(accepted_ask):
+    """After a listing, "how many r there total" counts what it matched (also after a summary
+    of its cards); "how many papers are in the whole index?" after a topic is the whole list."""
+    papers = _accepted()
+    gen_orals = [p for p in papers if p["primary_area"] == "generative models"
+                 and "oral" in p["status"].lower()]
+    causal = [p for p in papers if p["primary_area"] == "causal reasoning"]
+    _, history = accepted_ask("list the generative models orals")
+    ans, _ = accepted_ask("how many r there total", history)
+    assert ans.kind == "count" and ans.text.startswith(f"{len(gen_orals)} of the {len(gen_orals)}")
+    _, history = accepted_ask("Tell me about the causal reasoning area")
+    _, history = accepted_ask("what are typical topics there?", history)
+    ans, _ = accepted_ask("how many papers does it have in total?", history)
+    assert ans.kind == "count" and ans.text.startswith(f"{len(causal)} of the {len(causal)}")
+    _, history = accepted_ask("papers on protein design")
+    ans, _ = accepted_ask("how many papers are in the whole index?", history)
+    assert ans.kind == "count" and f"holds {len(papers):,} papers" in ans.text
+
+
+@pytest.mark.slow
+def test_an_area_after_an_answer_about_nothing_in_it_lists_the_area(accepted_ask):
+    """None of the previous papers is in the area and the earlier words find nothing there: the
+    area's papers are listed (it was refused), and "just the oral ones" then filters all of them."""
+    area = "probabilistic methods (Bayesian methods, variational inference, sampling, UQ, etc.)"
+    inside = [p for p in _accepted() if p["primary_area"] == area]
+    orals = [p for p in inside if "oral" in p["status"].lower()]
+    _, history = accepted_ask("I'm putting together stats for a blog post")
+    ans, history = accepted_ask("probabilistic methods area, please", history)
+    assert not ans.refused and ans.hits and all(h.paper.primary_area == area for h in ans.hits)
+    assert f"{len(inside):,} of the" in ans.text
+    ans, _ = accepted_ask("just the oral ones", history)
+    assert sorted(h.id for h in ans.hits) == sorted(p["id"] for p in orals)
