@@ -67,19 +67,23 @@ def _theme_label(papers, others) -> str:
 
 
 def aspect_survey(aspect: str, query: str, hits: Sequence[Hit], embedder: Embedder,
-                  min_dense: float) -> tuple[list[AnswerSentence], list[Hit]]:
+                  min_dense: float, chosen: bool = False
+                  ) -> tuple[list[AnswerSentence], list[Hit]]:
     """The sentences of an aspect survey over ``hits`` (best first, a search's larger pool;
     see the module docstring), and the answer's papers: the relevant hits (at most
     :data:`MAX_PAPERS`, at least :data:`MIN_PAPERS` when there are that many) in rank order,
     those whose abstract has a sentence in the aspect's role coming first among them. Relevance
     of a sentence to ``query`` (:func:`rag.compose.relevance`) breaks ties between a paper's
-    role sentences. The sentences number the returned papers from 1."""
+    role sentences. The sentences number the returned papers from 1. ``chosen``: the hits are
+    papers the conversation chose (the previous answer's: "which benchmarks do they evaluate
+    on?"), so every one is relevant, whatever the aspect question's own words match."""
     from rag import compose
     from rag.grounding import embed_cached
     from rag.types import AnswerSentence
 
     cands = compose.candidates(query, hits, embedder)
-    relevant = [1] + compose.relevant_others(hits, cands, {1}, min_dense)
+    relevant = list(range(1, len(hits) + 1)) if chosen else \
+        [1] + compose.relevant_others(hits, cands, {1}, min_dense)
     if len(relevant) < MIN_PAPERS:  # fewer relevant papers: the next best still count
         relevant += [n for n in range(1, len(hits) + 1) if n not in relevant][
             :MIN_PAPERS - len(relevant)]

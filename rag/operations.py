@@ -654,7 +654,8 @@ def _run(plan: Plan, sel: Selection, retriever: Retriever, settings: Settings) -
     if plan.aspect and op in ("survey", "lookup") and (sel.searched or len(hits) > 1):
         from rag.aspects import aspect_survey
 
-        sentences, papers = aspect_survey(plan.aspect, plan.query, hits, embedder, MIN_DENSE)
+        sentences, papers = aspect_survey(plan.aspect, plan.query, hits, embedder, MIN_DENSE,
+                                          chosen=not sel.searched)
         return Outcome(sentences, "survey", papers, prose=False,
                        about=list(range(1, len(papers) + 1)))
     if op == "survey" and sel.searched:

@@ -467,3 +467,14 @@ def test_an_area_after_an_answer_about_nothing_in_it_lists_the_area(accepted_ask
     assert f"{len(inside):,} of the" in ans.text
     ans, _ = accepted_ask("just the oral ones", history)
     assert sorted(h.id for h in ans.hits) == sorted(p["id"] for p in orals)
+
+
+@pytest.mark.slow
+def test_an_aspect_of_the_previous_papers_looks_at_every_one_of_them(accepted_ask):
+    """"which benchmarks do they evaluate on?" after a topic: the previous answer's papers are
+    the ones asked about, all of them, whatever the aspect question's own words match (it kept
+    the 8 its words were nearest to)."""
+    first, history = accepted_ask("papers about machine unlearning")
+    ans, _ = accepted_ask("which benchmarks do they evaluate on", history)
+    assert ans.kind == "survey" and ans.text.startswith("Datasets and benchmarks")
+    assert sorted(h.id for h in ans.hits) == sorted(h.id for h in first.hits)
