@@ -611,7 +611,26 @@ def run(plan: Plan, sel: Selection, retriever: Retriever, settings: Settings) ->
         about = [n for n in (out.about or [1]) if 1 <= n <= len(out.hits)][:COMPARE_MAX]
         out.sentences = [direct(" ".join(_decision(out.hits[n - 1], n) for n in about),
                                 about)] + out.sentences
+    elif "rating" in plan.facts and out.hits:
+        from rag.slots import _RATING_ASKED
+
+        about = [n for n in (out.about or [1]) if 1 <= n <= len(out.hits)][:COMPARE_MAX]
+        fact = direct(" ".join(_rating_fact(out.hits[n - 1], n) for n in about), about)
+        # "what's its rating?" asks nothing else: the abstract's sentences would answer nothing
+        rest = has_topic(_RATING_ASKED.sub(" ", plan.said))
+        out.sentences = [fact] + (out.sentences if rest else [])
     return out
+
+
+def _rating_fact(hit: Hit, n: int) -> str:
+    """"GEPA: ... [1] has a mean reviewer rating of 6.5 (4 reviews, 4–8)."; the catalog's
+    ratings (:meth:`rag.types.Paper.rating_text`)."""
+    p = hit.paper
+    said = p.rating_text()
+    if not said:
+        return f"{p.title} [{n}] has no reviewer ratings in this list."
+    mean, _, rest = said.removeprefix("rating ").partition(" · ")
+    return f"{p.title} [{n}] has a mean reviewer rating of {mean} ({rest})."
 
 
 def _decision(hit: Hit, n: int) -> str:

@@ -139,6 +139,8 @@ class Plan:
             out.append(("aspect", _ASPECT_WORDS[self.aspect]))
         if "status" in self.facts:
             out.append(("facts", "its decision stated"))
+        if "rating" in self.facts:
+            out.append(("facts", "its rating stated"))
         op = _OP_WORDS[self.op]
         if self.op == "extreme":
             op = "the best rated" if self.order != "rating_asc" else "the lowest rated"

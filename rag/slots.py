@@ -726,6 +726,27 @@ _PLURAL = re.compile(r"\b(?:papers|works|ones|submissions|articles|studies|entri
 _SINGULAR = re.compile(r"\b(?:paper|work|one|submission|article|study|entry)\b(?!\s*s\b)", re.I)
 
 
+# "what's its rating?", "what did reviewers give it", "how was it rated", "rating of [2]?":
+# a question about the reviewer ratings of papers already in hand, not a filter or an order
+_RATING_ASKED = re.compile(
+    r"\b(?:what|how)(?:['’]?s|\s+is|\s+was|\s+are|\s+were)?\s+(?:its|their|the|this|that|"
+    r"(?:the\s+)?(?:first|second|third|last)(?:\s+one)?['’]s)\s+(?:mean\s+|average\s+|"
+    r"reviewer\s+|review\s+|overall\s+)?(?:ratings?|scores?)\s*(?:[?.!]|$|of\s+(?:it|that|this|"
+    r"them|those|these|\[\d|#\d|the\s+(?:first|second|third|last)))|"
+    r"\bwhat\s+(?:did|do)\s+(?:the\s+)?reviewers?\s+(?:give|rate|score)\b|"
+    r"\bhow\s+(?:well\s+|highly\s+|badly\s+)?(?:was|is|were|are)\s+(?:it|that|this|they|"
+    r"those|these|that\s+one|this\s+one|that\s+paper|this\s+paper)\s+(?:rated|reviewed|"
+    r"scored)\b|\b(?:ratings?|scores?)\s+(?:of|for)\s+(?:it|that|this|them|those|these|"
+    r"\[\d{1,2}\]|#\d{1,2}|(?:the\s+)?(?:first|second|third|last)(?:\s+one)?)\s*(?:[?.!]|$)",
+    re.I)
+
+
+def asks_rating(text: str) -> bool:
+    """True when ``text`` asks for the reviewer ratings of papers it points at ("what's its
+    rating?", "how was it rated?"), not for papers with a rating ("rated 6+", "best rated")."""
+    return bool(_RATING_ASKED.search(text))
+
+
 def asks_status(text: str) -> bool:
     """True when ``text`` asks for the decision of papers it points at ("was it an oral?",
     "2 and 4 are both orals?"), not for papers with that decision."""

@@ -201,6 +201,8 @@ def assemble(text: str, papers: str, op: str, aspect: str, found: TurnSlots,
         plan.topic = query
     if found.asks_status:
         plan.facts = ["status"]
+    if papers in ("focus", "positions", "named", "previous") and slots.asks_rating(text):
+        plan.facts = plan.facts + ["rating"]  # "what's its rating?": stated from the catalog
     if found.same_area and context.has_previous and not any(
             x.startswith("primary_area") for x in plan.filters):
         plan.inherit = ["primary_area"]

@@ -478,3 +478,17 @@ def test_an_aspect_of_the_previous_papers_looks_at_every_one_of_them(accepted_as
     ans, _ = accepted_ask("which benchmarks do they evaluate on", history)
     assert ans.kind == "survey" and ans.text.startswith("Datasets and benchmarks")
     assert sorted(h.id for h in ans.hits) == sorted(h.id for h in first.hits)
+
+
+@pytest.mark.slow
+def test_its_rating_is_stated_from_the_catalog(accepted_ask):
+    """"what's its rating?" after a lookup states the paper's mean reviewer rating and its
+    reviews (it quoted the abstract's results), and nothing else."""
+    want = next(p for p in _accepted() if p["id"] == "ZrgxU8WMmG")
+    first, history = accepted_ask("Which paper proposes StepORLM?")
+    assert first.hits[0].id == "ZrgxU8WMmG"
+    ans, _ = accepted_ask("what's its rating?", history)
+    assert ans.hits[0].id == "ZrgxU8WMmG" and ans.plan["facts"] == ["rating"]
+    head = ans.text.strip().split("\n")[0]
+    assert f"has a mean reviewer rating of {_mean(want):g}" in head
+    assert f"{len(want['ratings_2025_11_22'])} reviews" in head and "“" not in ans.text

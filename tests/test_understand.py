@@ -77,6 +77,16 @@ def test_one_paper_at_an_end_of_the_order(text, one):
     assert slots.one_superlative(text) is one
 
 
+@pytest.mark.parametrize("text,asks", [
+    ("what's its rating?", True), ("what did reviewers give it", True), ("how was it rated", True),
+    ("rating of [2]?", True), ("whats the second one's score", True),
+    ("how well is it reviewed?", True), ("what are their scores?", True),
+    ("what is the average rating of orals", False), ("papers rated 6+", False),
+    ("best rated paper", False), ("sort by rating", False), ("scores of reward models", False)])
+def test_a_question_about_the_ratings_of_papers_in_hand(text, asks):
+    assert slots.asks_rating(text) is asks
+
+
 AREAS = ["learning theory", "causal reasoning", "optimization", "generative models",
          "applications to robotics, autonomy, planning",
          "applications to physical sciences (physics, chemistry, biology, etc.)"]
