@@ -81,6 +81,10 @@ class TurnContext:
     kind: str = ""
     n_previous: int = 0
     n_focus: int = 0
+    #: The rating order the previous answer's papers were shown in ("rating_asc" after "rank
+    #: these from worst to best"; "" when it was not sorted). Not a reader feature: it places
+    #: "the best one" at the right end of such a list (:func:`rag.understand.assemble`).
+    order: str = ""
 
     @property
     def has_previous(self) -> bool:

@@ -106,6 +106,8 @@ def compatible(papers: str, op: str, context: TurnContext, found: TurnSlots | No
 
 
 _WHICH = re.compile(r"\bwhich\b", re.I)
+#: A count said by rating ("the best one", "worst 3"), not by place ("the first two", "top 3").
+_BY_RATING = re.compile(r"\b(?:best|worst|highest|lowest|strongest|weakest)\b", re.I)
 #: Words that ask about the whole index rather than the papers in hand.
 _WHOLE_LIST = re.compile(r"\b(?:whole|entire|index|conference|iclr|corpus|overall)\b", re.I)
 #: "survey of methods for X - A vs B vs C": a survey asked for in so many words.
@@ -168,8 +170,12 @@ def assemble(text: str, papers: str, op: str, aspect: str, found: TurnSlots,
         if not plan.positions and found.count:
             n = found.count
             last = context.n_previous
+            said = " ".join(text[a:b] for a, b in found.count_spans)
+            from_end = slots.ascending(text)
+            if context.order == "rating_asc" and _BY_RATING.search(said):
+                from_end = not from_end  # "the best one" of a list shown worst first is its last
             plan.positions = (list(range(max(1, last - n + 1), last + 1))
-                              if slots.ascending(text) and last else list(range(1, n + 1)))
+                              if from_end and last else list(range(1, n + 1)))
     if papers == "named":
         plan.names = list(dict.fromkeys([w for w, _, _ in found.names] + found.quoted)) or \
             [query]  # described, not named: "the one about medical segmentation"
@@ -229,8 +235,11 @@ def context_from(history: Sequence[Turn]) -> TurnContext:
     if not history:
         return TurnContext()
     last = last_with_papers(history)
+    order = ""
+    if last.plan and last.plan.get("op") in ("sort", "extreme"):
+        order = last.plan.get("order") or ""
     return TurnContext(last.kind or "lookup", len(last.numbered) or len(last.papers),
-                       max(1, last.focus) if last.papers else 0)
+                       max(1, last.focus) if last.papers else 0, order)
 
 
 def understand(question: str, history: Sequence[Turn], retriever: Retriever,

@@ -492,3 +492,14 @@ def test_its_rating_is_stated_from_the_catalog(accepted_ask):
     head = ans.text.strip().split("\n")[0]
     assert f"has a mean reviewer rating of {_mean(want):g}" in head
     assert f"{len(want['ratings_2025_11_22'])} reviews" in head and "“" not in ans.text
+
+
+@pytest.mark.slow
+def test_the_best_one_of_a_list_shown_worst_first_is_its_last(accepted_ask):
+    first, history = accepted_ask("RLHF reward hacking")
+    ranked, history = accepted_ask("rank these from worst to best", history)
+    assert ranked.plan["order"] == "rating_asc"
+    ans, _ = accepted_ask("the best one, describe it", history)
+    best = max((h.paper.rating or {}).get("mean", -1) for h in first.hits)
+    assert ans.hits and ans.hits[0].paper.rating["mean"] == best
+    assert ans.plan["positions"] in ([], [len(ranked.hits)])
