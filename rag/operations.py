@@ -249,10 +249,9 @@ def select(plan: Plan, history: Sequence[Turn], retriever: Retriever, settings: 
     elif source == "catalog":
         sel = _catalog(plan, used, retriever, notes)
     elif source in ("previous", "focus") and plan.op in ("lookup", "describe", "survey") and \
-            _missing_names(plan.said, retriever):
+            (missing := _missing_names(plan.said, retriever)):
         # "what lr schedule did the Krakatoa optimizer paper use?" after a topic: the paper
         # asked about is in no abstract, so the previous papers cannot say (it quoted three)
-        missing = _missing_names(plan.said, retriever)
         notes.append(note(f"No paper in this index mentions {', '.join(missing)}."))
         sel = Selection([], refused=True, standalone=plan.said, filters=used, notes=notes)
     elif source in ("previous", "focus", "positions"):
@@ -607,18 +606,18 @@ def run(plan: Plan, sel: Selection, retriever: Retriever, settings: Settings) ->
     """Run ``plan.op`` on the selected papers (:func:`select`); the catalog facts the plan asks
     for (:attr:`rag.plan.Plan.facts`: "was it an oral?") come first."""
     out = _run(plan, sel, retriever, settings)
-    if "status" in plan.facts and out.hits:
-        about = [n for n in (out.about or [1]) if 1 <= n <= len(out.hits)][:COMPARE_MAX]
+    if not out.hits or not {"status", "rating"} & set(plan.facts):
+        return out
+    about = [n for n in (out.about or [1]) if 1 <= n <= len(out.hits)][:COMPARE_MAX]
+    if "status" in plan.facts:
         out.sentences = [direct(" ".join(_decision(out.hits[n - 1], n) for n in about),
                                 about)] + out.sentences
-    elif "rating" in plan.facts and out.hits:
-        from rag.slots import _RATING_ASKED
+    else:
+        from rag.slots import asks_only_rating
 
-        about = [n for n in (out.about or [1]) if 1 <= n <= len(out.hits)][:COMPARE_MAX]
         fact = direct(" ".join(_rating_fact(out.hits[n - 1], n) for n in about), about)
         # "what's its rating?" asks nothing else: the abstract's sentences would answer nothing
-        rest = has_topic(_RATING_ASKED.sub(" ", plan.said))
-        out.sentences = [fact] + (out.sentences if rest else [])
+        out.sentences = [fact] + ([] if asks_only_rating(plan.said) else out.sentences)
     return out
 
 

@@ -522,7 +522,7 @@ def read_filters(question: str, *, areas: Sequence[str] = ()) -> FilterSlots:
         sort = m.group(0)
         spans.append((m.start(), m.end()))
     query = _without(question, spans) if spans else question
-    query = _SELF_LEAD.sub("", query, count=1) if _SELF_LEAD.match(query) else query
+    query = _SELF_LEAD.sub("", query, count=1)  # anchored at the start: only a lead goes
     filters = Filters()
     for key, vs in values.items():
         for v in vs:
@@ -745,6 +745,12 @@ def asks_rating(text: str) -> bool:
     """True when ``text`` asks for the reviewer ratings of papers it points at ("what's its
     rating?", "how was it rated?"), not for papers with a rating ("rated 6+", "best rated")."""
     return bool(_RATING_ASKED.search(text))
+
+
+def asks_only_rating(text: str) -> bool:
+    """True when ``text`` asks for the ratings of papers it points at and nothing else
+    ("what's its rating?"; not "what's its rating and which datasets does it use?")."""
+    return asks_rating(text) and not has_topic(_RATING_ASKED.sub(" ", text))
 
 
 def asks_status(text: str) -> bool:

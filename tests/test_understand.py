@@ -87,6 +87,14 @@ def test_a_question_about_the_ratings_of_papers_in_hand(text, asks):
     assert slots.asks_rating(text) is asks
 
 
+@pytest.mark.parametrize("text,only", [
+    ("what's its rating?", True), ("how was it rated", True),
+    ("what's its rating and which datasets does it use?", False),
+    ("what are the best rated papers", False)])
+def test_a_question_about_nothing_but_the_ratings(text, only):
+    assert slots.asks_only_rating(text) is only
+
+
 AREAS = ["learning theory", "causal reasoning", "optimization", "generative models",
          "applications to robotics, autonomy, planning",
          "applications to physical sciences (physics, chemistry, biology, etc.)"]
