@@ -91,6 +91,18 @@ def _plain(text: str) -> list[str]:
     return re.findall(r"[a-z0-9]+", folded)
 
 
+_VERSION = re.compile(r"v?\d{1,3}")
+
+
+def _unversioned(words: list[str]) -> list[str]:
+    """``words`` (:func:`_plain`) without the version that ends them: ``pusa v1 0`` ->
+    ``pusa``, ``omni 2`` -> ``omni``; a head that is only a version is kept."""
+    end = len(words)
+    while end > 1 and _VERSION.fullmatch(words[end - 1]):
+        end -= 1
+    return words[:end]
+
+
 _CAPS_PREFIX = re.compile(r"^[A-Z]{2,}[a-z]{2,}[A-Za-z0-9]*$")
 #: Every :func:`_coined` word has a digit or a capital after its first character (a camel hump,
 #: five capitals, a capital in a second hyphenated part, two leading capitals): a regex test in
@@ -163,6 +175,9 @@ class NameIndex:
                 words = words[1:]  # "The Polar Express: ..." is also "the Polar Express paper"
             if ":" in p.title and 1 <= len(words) <= HEAD_WORDS and len("".join(words)) >= 4:
                 heads.setdefault(tuple(words), []).append(p.id)
+                bare = _unversioned(words)  # "Pusa V1.0: ..." is also "Pusa"
+                if bare != words and len("".join(bare)) >= 4:
+                    heads.setdefault(tuple(bare), []).append(p.id)
         firsts = {h[0] for h in heads}
         # the words a longer head goes on from: past them no longer phrase can be a head
         leads = {h[:size] for h in heads for size in range(1, len(h))}
