@@ -370,6 +370,17 @@ _FILLER = frozenset("worst best first last top bottom highest lowest sorted rank
 _END_WORD = re.compile(r"\b(?:best|worst|top|lowest|highest|bottom)\b", re.I)
 
 
+def _catalog_words(question: str, values: dict) -> bool:
+    """True when ``question`` selects part of the list by more than a topic: a status or
+    rating filter read so far (``values``), an order ("sorted by rating") or an end of it
+    ("best", "top"), or a count ("how many")."""
+    return bool("status" in values or "rating" in values or _SORT.search(question) or
+                _END_WORD.search(question) or _HOW_MANY.search(question))
+
+
+_HOW_MANY = re.compile(r"\bhow\s+many\b|\bnumber\s+of\b|\bcount\b", re.I)
+
+
 def _clause(text: str) -> str:
     """``text`` up to the end of its clause (the first of ``.;?!`` or a comma), without the
     :data:`_FILLER` words."""
@@ -492,9 +503,8 @@ def read_filters(question: str, *, areas: Sequence[str] = ()) -> FilterSlots:
                 end = m.end() + words[j - 1].end()
                 said = question[m.end():end].rstrip(",")
                 area = match_area(said, areas, exact=True)
-                if not area and j <= 6 and not has_topic(_clause(question[end:])) and (
-                        "status" in values or "rating" in values or _SORT.search(question) or
-                        _END_WORD.search(question)):
+                if not area and j <= 6 and not has_topic(_clause(question[end:])) and \
+                        _catalog_words(question, values):
                     # "orals in time series, best first", "how many posters in vision": a
                     # short name that fits one area, with nothing topical after it
                     area = match_area(said, areas)
