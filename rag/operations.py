@@ -376,10 +376,14 @@ def _from_previous(plan: Plan, source: str, prev: Turn, used: Filters, retriever
         scope = "the paper under discussion" if len(papers) == 1 else \
             f"the {len(papers)} papers under discussion"
     else:
-        papers = shown
+        # after "the top 5 in RL by rating", "which of these are orals" means those five, not
+        # the runners-up shown below them nor every RL paper
+        picked = prev.plan.get("op") == "extreme" and bool(prev.plan.get("n"))
+        papers = prev.discussed if picked else shown
         scope = (f"the {len(papers)} papers of the previous answer" if len(papers) != 1
                  else "the one paper of the previous answer")
-        whole = _matched_before(prev, retriever) if plan.op in _WHOLE_SET_OPS else []
+        whole = _matched_before(prev, retriever) if plan.op in _WHOLE_SET_OPS and \
+            not picked else []
         if whole and len(whole) >= len(shown):  # all it found, shown or not: a whole set
             papers = whole
             if len(whole) > len(shown):  # "how many of those are orals?" after "the RL orals"
