@@ -267,6 +267,9 @@ def answer_stream(question: str, *, retriever: Retriever, generator: Generator,
         timings["first_token"] = timings["total"] = ms()
         text = cit.no_match(applied) if applied and not sel.hits else cit.REFUSAL
         sentences = notes + [compose.note(text)] if notes else []
+        if plan.outside:  # its note says why; no nearest papers are listed
+            sentences = notes
+            text = compose.render(notes)
         yield DoneEvent(Answer(question, standalone, compose.render(sentences) if sentences
                                else text, [], sel.hits, refused=True, sentences=sentences,
                                timings_ms=timings, mode="extractive", kind=_kind_of(plan),

@@ -240,7 +240,12 @@ def select(plan: Plan, history: Sequence[Turn], retriever: Retriever, settings: 
     if source == "search" and not has_topic(plan.query) and (plan.op in (
             "count", "list", "sort", "extreme") or plan.op == "survey" and used):
         source = "catalog"  # "How many oral papers are there?": nothing left to search
-    if plan.said and not any(ch.isalnum() for ch in plan.said) and not used:
+    if plan.outside:
+        # "when's the camera-ready deadline?", "hotel near the venue?": nothing a paper's
+        # record holds, so the papers that share its words (camera, weather) are no answer
+        notes.append(note(OUTSIDE_NOTE))
+        sel = Selection([], refused=True, standalone=plan.said, notes=notes)
+    elif plan.said and not any(ch.isalnum() for ch in plan.said) and not used:
         # "🚀🔥🤖🎉": no word to search or to read a list operation from: refused, not guessed
         sel = Selection([], refused=True, standalone=plan.said, notes=notes)
     elif plan.notes and not has_topic(plan.query) and not used:
@@ -339,6 +344,14 @@ def _paired(plan: Plan, source: str, prev: Turn, history: Sequence[Turn]) -> Tur
     first = earlier.papers[0]
     rest = [p for p in prev.papers if p.id != first.id]
     return replace(prev, papers=[first] + rest, focus=2)
+
+
+#: What a turn read as outside the list (:attr:`rag.plan.Plan.outside`) is told.
+OUTSIDE_NOTE = ("This asks something the papers' list does not say: it holds each paper's "
+                "title, abstract, keywords, area, decision and reviewer ratings, not the "
+                "conference's dates, venue or awards, the reviews' text or other venues. "
+                "(Remove \u201coutside what the papers' list says\u201d above the answer to "
+                "search the papers anyway.)")
 
 
 #: Operations that act on every paper a previous catalog answer matched, not only those shown.

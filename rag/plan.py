@@ -90,6 +90,10 @@ class Plan:
     #: Filter fields taken from the conversation ("in that area": ``"primary_area"``, the area
     #: of the previous answer's filter or paper); :mod:`rag.operations` adds them to ``filters``.
     inherit: list[str] = field(default_factory=list)
+    #: The turn asks what no paper's title, abstract, area, decision or rating says (the
+    #: conference's deadlines, venue or awards, reviews' text, other venues, small talk): the
+    #: answer says so instead of searching. Removable like any part (then it is searched).
+    outside: bool = False
 
     def __post_init__(self) -> None:
         if self.papers not in PAPERS:
@@ -129,6 +133,8 @@ class Plan:
         """The summary's parts as ``(key, text)``: ``papers`` first, then one ``filter:F`` per
         filter, ``order``, ``aspect``, ``facts`` and ``op``. Keys are what :meth:`without`
         removes."""
+        if self.outside:
+            return [("outside", "outside what the papers' list says")]
         out = [("papers", self.source_text(n_previous))]
         for f in self.filters:
             out.append((f"filter:{f}", _filter_text(f)))
@@ -175,6 +181,8 @@ class Plan:
             return replace(self, aspect="", dropped=dropped)
         if key == "facts":
             return replace(self, facts=[], dropped=dropped)
+        if key == "outside":
+            return replace(self, outside=False, dropped=dropped)
         if key == "papers" and self.papers != "search":
             return replace(self, papers="search", positions=[], ids=[], topic=self.query,
                            dropped=dropped)

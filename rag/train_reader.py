@@ -14,7 +14,8 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from rag.turn_reader import TURNS_DIR, TurnReader, catalog_names, labelled_turns, measured
+from rag.turn_reader import (TURNS_DIR, TurnReader, catalog_names, labelled_turns, measured,
+                             scope_turns)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -38,15 +39,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     areas, names = catalog_names(lists)
     rows = labelled_turns()
     tune = [r for r in rows if not measured(r["id"], r["file"])]
+    scoped = scope_turns()
+    scope_tune = [r for r in scoped if not measured(r["id"], r["file"])]
     embedder = make_embedder(Settings())
     if args.train:
-        reader = TurnReader.fit(tune, embedder, areas, names)
-        reader.save(meta={"tune_turns": len(tune), "lists": [p.name for p in lists]})
+        reader = TurnReader.fit(tune, embedder, areas, names, scope_rows=scope_tune)
+        reader.save(meta={"tune_turns": len(tune), "scope_turns": len(scope_tune),
+                          "lists": [p.name for p in lists]})
     reader = TurnReader.load(embedder)
-    from rag.understand import plan_accuracy
+    from rag.understand import plan_accuracy, scope_accuracy
 
-    for part, chosen in (("tune", tune), ("measure", [r for r in rows if r not in tune])):
+    for part, chosen, scope in (("tune", tune, scope_tune),
+                                ("measure", [r for r in rows if r not in tune],
+                                 [r for r in scoped if r not in scope_tune])):
         print(part, json.dumps(plan_accuracy(chosen, reader, areas, names)))
+        print(part, "scope", json.dumps(scope_accuracy(scope, chosen, reader, areas, names)))
     return 0
 
 

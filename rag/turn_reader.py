@@ -44,9 +44,12 @@ from rag.plan import ASPECTS, OPERATIONS, PAPERS
 if TYPE_CHECKING:
     from rag.embedder import Embedder
 
+#: Whether a turn asks something the papers' list can say ("in": every plan-labelled turn) or
+#: not ("out": the conference's deadlines, venue or awards, reviews' text, other venues, chat).
+SCOPES = ("in", "out")
 #: The decisions the model makes, each over its labels ("" = no aspect).
 HEADS: dict[str, tuple[str, ...]] = {"papers": PAPERS, "op": OPERATIONS,
-                                     "aspect": ("",) + ASPECTS}
+                                     "aspect": ("",) + ASPECTS, "scope": SCOPES}
 #: Answer kinds a previous turn may have had, for the context features (rag.types.Answer.kind).
 KINDS = ("lookup", "describe", "survey", "compare", "followup", "count", "list", "rated",
          "extreme", "similar", "cite", "authors", "number")
@@ -54,6 +57,10 @@ KINDS = ("lookup", "describe", "survey", "compare", "followup", "count", "list",
 _ONE_PAPER = ("lookup", "describe", "followup", "authors", "number")
 WEIGHTS_FILE = Path(__file__).with_name("turn_reader.npz")
 TURNS_DIR = Path(__file__).resolve().parent.parent / "tests" / "data" / "turns"
+#: Turns labelled only with their scope (``{"id", "turn", "scope": "in"|"out", "note"}``),
+#: written like the labelled turns by people who had not seen the code: the out-of-scope
+#: questions and in-scope ones chosen near them (papers about weather, conference counts).
+SCOPE_DIR = TURNS_DIR.parent / "scope"
 #: Labelled files used only to measure, never to tune (written after the reader was tuned).
 MEASURE_ONLY = ("turns_d.jsonl",)
 #: Labelled files used only to tune: turns written by the project's developers (not independent
@@ -69,7 +76,8 @@ C = 10.0
 #: Class weights per head (scikit-learn's ``class_weight``): "balanced" weighs each label by the
 #: inverse of its frequency, so that the frequent "no aspect" and "survey" do not swallow the
 #: rarer ones (same cross-validation: plan accuracy 0.742 -> 0.774).
-CLASS_WEIGHT: dict[str, str | None] = {"aspect": "balanced", "op": "balanced"}
+CLASS_WEIGHT: dict[str, str | None] = {"aspect": "balanced", "op": "balanced",
+                                       "scope": "balanced"}
 
 
 @dataclass
@@ -259,9 +267,11 @@ class TurnReader:
     @classmethod
     def fit(cls, rows: Sequence[dict], embedder: Embedder, areas: Sequence[str],
             names: NameIndex, c: float = C,
-            scale: dict | None = None) -> "TurnReader":
+            scale: dict | None = None, scope_rows: Sequence[dict] = ()) -> "TurnReader":
         """Fit on labelled turns (the ``tests/data/turns`` format: ``turn``, ``context``,
-        ``plan``)."""
+        ``plan``) and, for the scope head only, on ``scope_rows`` (``tests/data/scope``: ``turn``,
+        ``scope``; the plan-labelled turns count as in scope)."""
+        rows = list(rows) + list(scope_rows)
         texts, contexts, found = prepare(rows, areas, names)
         chars, words = _vectorizers()
         shown = [masked(t, s).lower() for t, s in zip(texts, found)]
@@ -276,12 +286,18 @@ class TurnReader:
         from sklearn.linear_model import LogisticRegression
 
         for head in HEADS:
-            y = [label_of(r, head) for r in rows]
+            keep = [i for i, r in enumerate(rows) if head == "scope" or "plan" in r]
+            y = [label_of(rows[i], head) for i in keep]
+            if len(set(y)) < 2:
+                continue  # (no out-of-scope turns given: no scope head)
             model = LogisticRegression(C=c, max_iter=5000,
-                                       class_weight=CLASS_WEIGHT.get(head)).fit(x, y)
+                                       class_weight=CLASS_WEIGHT.get(head)).fit(x[keep], y)
+            coef, intercept = model.coef_, model.intercept_
+            if len(model.classes_) == 2:  # binary: one row, the score of the second label;
+                coef = np.vstack([np.zeros_like(coef), coef])  # as a softmax over two rows
+                intercept = np.concatenate([[0.0], intercept])
             self.heads[head] = (tuple(str(lab) for lab in model.classes_),
-                                model.coef_.astype(np.float32),
-                                model.intercept_.astype(np.float32))
+                                coef.astype(np.float32), intercept.astype(np.float32))
 
     # -- storage ---------------------------------------------------------------------------
     def save(self, path: Path = WEIGHTS_FILE, meta: dict | None = None) -> None:
@@ -338,7 +354,9 @@ def context_of(row: dict) -> TurnContext:
 
 
 def label_of(row: dict, head: str) -> str:
-    """A labelled turn's label for ``head``."""
+    """A labelled turn's label for ``head`` (a plan-labelled turn is in scope)."""
+    if head == "scope":
+        return row.get("scope") or "in"
     return row["plan"].get(head) or ""
 
 
@@ -366,6 +384,25 @@ def labelled_turns(directory: Path = TURNS_DIR) -> list[dict]:
         for line in path.read_text(encoding="utf-8").splitlines():
             if line.strip():
                 rows.append({**json.loads(line), "file": path.name})
+    return rows
+
+
+def scope_turns(directory: Path = SCOPE_DIR) -> list[dict]:
+    """Every scope-labelled turn (:data:`SCOPE_DIR`), each with ``file`` added.
+
+    Raises:
+        ValueError: a line that is not such a turn (its file and line number said).
+    """
+    rows = []
+    for path in sorted(directory.glob("scope_*.jsonl")):
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if not line.strip():
+                continue
+            row = json.loads(line)
+            if row.get("scope") not in SCOPES or not isinstance(row.get("turn"), str):
+                raise ValueError(f"{path.name}:{n}: not a scope-labelled turn "
+                                 "({'turn': str, 'scope': 'in' | 'out'})")
+            rows.append({**row, "file": path.name})
     return rows
 
 

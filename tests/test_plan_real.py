@@ -503,3 +503,39 @@ def test_the_best_one_of_a_list_shown_worst_first_is_its_last(accepted_ask):
     best = max((h.paper.rating or {}).get("mean", -1) for h in first.hits)
     assert ans.hits and ans.hits[0].paper.rating["mean"] == best
     assert ans.plan["positions"] in ([], [len(ranked.hits)])
+
+
+def test_a_question_the_list_cannot_answer_says_so_and_the_part_can_be_removed(real_index,
+                                                                               real_settings,
+                                                                               real_generator):
+    """"when's the camera-ready deadline?" is read as outside the list (the scope head): the
+    answer says what the list holds and lists no papers; removing that part searches."""
+    from rag.answer import answer
+
+    def run(question, **kw):
+        return answer(question, retriever=real_index, generator=real_generator,
+                      settings=real_settings, mode="extractive", **kw)
+
+    ans = run("when's the camera-ready deadline for ICLR 2026?")
+    assert ans.refused and ans.hits == [] and ans.plan["outside"]
+    assert "does not say" in ans.text and "nearest papers" not in ans.text
+    searched = run("when's the camera-ready deadline for ICLR 2026?", drop=["outside"])
+    assert not searched.plan["outside"] and searched.plan["papers"] == "search"
+    kept = run("Which paper proposes StepORLM?")
+    assert not kept.refused and kept.hits[0].id == "ZrgxU8WMmG" and not kept.plan["outside"]
+
+
+@pytest.mark.slow
+def test_which_of_these_after_the_top_five_picks_among_those_five(accepted_ask):
+    """After "top 5 papers in an area by rating" (ties at the cut included), "which of these
+    are orals" keeps the orals among those, not among every paper of the area."""
+    area = "learning on graphs and other geometries & topologies"
+    rated = sorted(((_mean(p), p) for p in _accepted() if p["primary_area"] == area
+                    and _mean(p) >= 0), key=lambda x: -x[0])
+    cut = rated[4][0]
+    top = {p["id"] for m, p in rated if m >= cut}
+    want = {p["id"] for m, p in rated if m >= cut and p["status"] == "Accept (Oral)"}
+    first, history = accepted_ask(f"top 5 papers in the {area} area by rating")
+    assert {h.id for h in first.hits[:len(top)]} == top
+    ans, _ = accepted_ask("which of these are orals", history)
+    assert {h.id for h in ans.hits} == want and ans.kind == "list"
