@@ -59,9 +59,12 @@ def test_removable_parts_match_what_plan_without_changes():
     """A part is removable exactly when Plan.without(key) gives another plan (bar ``dropped``)."""
     plan = Plan(papers="previous", op="sort", order="rating_desc", aspect="datasets",
                 filters=["status=oral"], ids=["a"], query="q")
-    for key, _ in plan.parts():
-        changed = plan.without(key).to_json() | {"dropped": []} != plan.to_json()
-        assert render.removable(key, plan.to_json()) is changed, key
+    outside = Plan(papers="search", op="lookup", query="q", outside=True)
+    for p in (plan, outside):
+        for key, _ in p.parts():
+            changed = p.without(key).to_json() | {"dropped": []} != p.to_json()
+            assert render.removable(key, p.to_json()) is changed, key
+    assert [k for k, _ in outside.parts()] == ["outside"]
 
 
 def test_plan_line_escapes_the_users_words_and_puts_the_key_in_the_buttons_value():

@@ -429,10 +429,10 @@ def plan_parts(plan: dict | None, filters_applied: Sequence[str] = ()) -> list[t
 
 
 def removable(key: str, plan: dict | None) -> bool:
-    """Whether removing part ``key`` of ``plan`` asks something else: a filter, the order and
-    the aspect always; ``papers`` when they were read from the previous answer
-    (:data:`REMOVABLE_SOURCES`)."""
-    if key.startswith("filter:") or key in ("order", "aspect"):
+    """Whether removing part ``key`` of ``plan`` asks something else: a filter, the order,
+    the aspect and "outside what the papers' list says" (then the turn is searched) always;
+    ``papers`` when they were read from the previous answer (:data:`REMOVABLE_SOURCES`)."""
+    if key.startswith("filter:") or key in ("order", "aspect", "outside"):
         return True
     return key == "papers" and (plan or {}).get("papers") in REMOVABLE_SOURCES
 
