@@ -32,6 +32,8 @@ from tests.conftest import SEED, SHARED_DATA
     ("2 and 9", 8, []),  # not both among the 8 shown: numbers of something else
     ("now give me the bib entry of the latter only", 5, [2]), ("the former one pls", 5, [1]),
     ("the latter", 1, []),
+    # "about" ending the question asks what the paper is about; before a topic it describes one
+    ("what's the third one about?", 8, [3]), ("the first paper about protein folding", 8, []),
 ])
 def test_positions(text, n_previous, expected):
     assert slots.positions(text, n_previous)[0] == expected
