@@ -210,12 +210,25 @@ def distinctive(own: np.ndarray, others: np.ndarray, sentences: Sequence[str],
     return cands[int(np.argmin(closeness))]
 
 
-def build_comparison(hits: Sequence[Hit], embedder: Embedder) -> Comparison:
+#: The first row of a comparison asked about one aspect ("which datasets do they each use?"):
+#: a row of its own for the aspects the table has none for (each cell the paper's sentence with
+#: the best :func:`rag.roles.role_score` of at least :data:`rag.roles.MIN_ROLE`), else the
+#: table's row for it, moved first.
+ASPECT_ROWS = {"limitations": "Limitations", "datasets": "Datasets / benchmarks",
+               "metrics": "Metrics", "approaches": ROWS[1], "results": ROWS[2]}
+
+
+def build_comparison(hits: Sequence[Hit], embedder: Embedder, aspect: str = "") -> Comparison:
     """The extractive table for ``hits`` (compared papers, numbered 1..len(hits) in that order).
 
     ``embedder`` picks the "what sets it apart" sentence (:func:`distinctive`); everything else is
     cue words and position (:func:`classify`), so the table does not depend on the language model.
+    ``aspect`` (one of :data:`rag.plan.ASPECTS`, or ``""``) puts that aspect's row first
+    (:data:`ASPECT_ROWS`): after a comparison, "and their weaknesses?" gets the limitations side
+    by side, not the same table again.
     """
+    from rag.roles import MIN_ROLE, role_score
+
     sents = [abstract_sentences(h.paper) for h in hits]
     columns = [Column(n, h) for n, h in enumerate(hits, start=1)]
     vecs = embed_cached(embedder, [s for ss in sents for s in ss])
@@ -228,10 +241,24 @@ def build_comparison(hits: Sequence[Hit], embedder: Embedder) -> Comparison:
         i = distinctive(own, others, ss, set(chosen.values()), chosen.get(ROWS[1], 0))
         if i is not None:
             col.cells[ROWS[3]] = ss[i]
+    order = list(ROWS)
+    first = ASPECT_ROWS.get(aspect)
+    if first in order:
+        order.remove(first)
+    elif first:
+        for col, ss in zip(columns, sents):
+            m = len(ss)
+            scored = [(role_score(aspect, x, i / (m - 1) if m > 1 else 0.0), -i, x)
+                      for i, x in enumerate(ss)]
+            best = max(scored, default=None)
+            if best is not None and best[0] >= MIN_ROLE:
+                col.cells[first] = best[2]
+    if first:
+        order.insert(0, first)
     header = [ASPECT] + [f"{cit.defuse(normalise(col.hit.paper.title))} [{col.n}]"
                          for col in columns]
     rows = [header] + [[role] + [_cell(col.cells[role]) if col.cells.get(role) else EMPTY
-                                 for col in columns] for role in ROWS]
+                                 for col in columns] for role in order]
     return Comparison(columns, rows, to_markdown(rows))
 
 

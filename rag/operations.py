@@ -681,7 +681,7 @@ def _run(plan: Plan, sel: Selection, retriever: Retriever, settings: Settings) -
         if cols >= 2 and len(hits) >= 2:
             from rag.compare import build_comparison
 
-            table = build_comparison(hits[:cols], embedder)
+            table = build_comparison(hits[:cols], embedder, plan.aspect)
             body = compose.compose("compare", plan.query, hits, embedder, comparison=table,
                                    min_dense=MIN_DENSE)
             return Outcome(body, "compare", hits, table, list(range(1, cols + 1)), True)
