@@ -186,3 +186,18 @@ def test_comparison_with_real_models(real_index, real_generator, real_settings):
     assert all(1 <= c.n <= len(ans.hits) for c in ans.citations)
     from rag.citations import parse
     assert all(1 <= n <= len(ans.hits) for n in parse(ans.text))
+
+
+def test_a_comparison_asked_about_one_aspect_puts_its_row_first(fake_embedder):
+    hits = [Hit(ROUTING, 1.0), Hit(THEORY, 0.9)]
+    plain = build_comparison(hits, fake_embedder)
+    results = build_comparison(hits, fake_embedder, "results")
+    assert [r[0] for r in results.rows[1:]] == ["Evidence / results", "Problem", "Approach",
+                                                "What sets it apart"]
+    assert sorted(map(tuple, results.rows[1:])) == sorted(map(tuple, plain.rows[1:]))
+    limits = build_comparison(hits, fake_embedder, "limitations")
+    assert limits.rows[1][0] == "Limitations" and len(limits.rows) == len(plain.rows) + 1
+    # a limitation sentence where the abstract has one ("... existing solvers scale poorly"),
+    # an empty cell where it has none
+    assert limits.rows[1][1].endswith("existing solvers scale poorly.")
+    assert "Limitations" not in {r[0] for r in plain.rows}
