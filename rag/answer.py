@@ -262,12 +262,13 @@ def answer_stream(question: str, *, retriever: Retriever, generator: Generator,
     timings["retrieve"] = ms()
     standalone = sel.standalone or question
     yield HitsEvent(standalone, sel.hits, sel.refused)
-    exact = plan.op in ("count", "list") and sel.every is not None  # "none match" is an answer
-    if sel.refused or (not sel.hits and not exact):
+    exact = plan.op in ("count", "list") and sel.every is not None or sel.exact
+    if sel.refused or (not sel.hits and not exact):  # ("none match" above is an answer)
         timings["first_token"] = timings["total"] = ms()
-        text = cit.no_match(applied) if applied and not sel.hits else cit.REFUSAL
+        text = cit.no_match(applied) if applied and not sel.hits else \
+            cit.REFUSAL if sel.hits else cit.REFUSAL_NONE
         sentences = notes + [compose.note(text)] if notes else []
-        if plan.outside:  # its note says why; no nearest papers are listed
+        if sel.explained and notes:  # its notes say why; no nearest papers are listed
             sentences = notes
             text = compose.render(notes)
         yield DoneEvent(Answer(question, standalone, compose.render(sentences) if sentences

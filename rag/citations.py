@@ -16,6 +16,8 @@ import re
 #: Shown (and returned as the answer text) when the index does not cover the question.
 REFUSAL = ("No paper in this index answers this question. "
            "The nearest papers are listed, but none of them appears to be about it.")
+#: :data:`REFUSAL` when no paper is listed beside it.
+REFUSAL_NONE = "No paper in this index answers this question."
 
 
 def no_match(filters: list[str]) -> str:

@@ -87,6 +87,11 @@ class Selection:
     #: The filters whose every match this selection holds when it is a whole catalog set
     #: without ``every`` ("the orals among the 114 papers the previous answer found"), else None.
     matched: list[str] | None = None
+    #: No paper is an answer ("how many of them are orals?": 0 of the 15), not a refusal.
+    exact: bool = False
+    #: The notes say why nothing is selected ("[40] is not among them"): the answer is them,
+    #: without the refusal sentence.
+    explained: bool = False
 
 
 # --- a refine is the previous plan with one change -------------------------------------------
@@ -240,14 +245,14 @@ def select(plan: Plan, history: Sequence[Turn], retriever: Retriever, settings: 
     if source == "search" and not has_topic(plan.query) and (plan.op in (
             "count", "list", "sort", "extreme") or plan.op == "survey" and used):
         source = "catalog"  # "How many oral papers are there?": nothing left to search
-    if plan.outside:
+    if plan.said and not any(ch.isalnum() for ch in plan.said) and not used:
+        # "🚀🔥🤖🎉": no word to search or to read a list operation from: refused, not guessed
+        sel = Selection([], refused=True, standalone=plan.said, notes=notes)
+    elif plan.outside:
         # "when's the camera-ready deadline?", "hotel near the venue?": nothing a paper's
         # record holds, so the papers that share its words (camera, weather) are no answer
         notes.append(note(OUTSIDE_NOTE))
-        sel = Selection([], refused=True, standalone=plan.said, notes=notes)
-    elif plan.said and not any(ch.isalnum() for ch in plan.said) and not used:
-        # "🚀🔥🤖🎉": no word to search or to read a list operation from: refused, not guessed
-        sel = Selection([], refused=True, standalone=plan.said, notes=notes)
+        sel = Selection([], refused=True, standalone=plan.said, notes=notes, explained=True)
     elif plan.notes and not has_topic(plan.query) and not used:
         # another language with nothing to search in Latin script: said, not guessed
         sel = Selection([], refused=True, standalone=plan.said, notes=notes)
@@ -350,8 +355,8 @@ def _paired(plan: Plan, source: str, prev: Turn, history: Sequence[Turn]) -> Tur
 OUTSIDE_NOTE = ("This asks something the papers' list does not say: it holds each paper's "
                 "title, abstract, keywords, area, decision and reviewer ratings, not the "
                 "conference's dates, venue or awards, the reviews' text or other venues. "
-                "(Remove \u201coutside what the papers' list says\u201d above the answer to "
-                "search the papers anyway.)")
+                "(To search the papers anyway, remove \u201coutside what the papers' list "
+                "says\u201d from the reading above the answer, or rephrase.)")
 
 
 #: Operations that act on every paper a previous catalog answer matched, not only those shown.
@@ -381,7 +386,10 @@ def _from_previous(plan: Plan, source: str, prev: Turn, used: Filters, retriever
             notes.append(note(f"The previous answer showed {len(prev.numbered)} papers, so "
                               f"{', '.join(f'[{n}]' for n in missing)} "
                               f"{'is' if len(missing) == 1 else 'are'} not among them."))
-        papers = [prev.numbered[n] for n in wanted] or shown[:1]
+        if not wanted:  # "tell me about the 40th one" after 15: said, not another guessed
+            return Selection([], refused=True, standalone=plan.said, notes=notes,
+                             explained=True)
+        papers = [prev.numbered[n] for n in wanted]
         scope = (f"paper{'s' if len(papers) > 1 else ''} "
                  f"{', '.join(f'[{n}]' for n in wanted)} of the previous answer")
     elif source == "focus":
@@ -404,6 +412,10 @@ def _from_previous(plan: Plan, source: str, prev: Turn, used: Filters, retriever
     plan.ids = [p.id for p in papers]
     total = len(papers)
     kept = [p for p in papers if not used or used.matches(p)]
+    if used and not kept and plan.op == "count":
+        # "how many of them are orals?" and none is: 0 of them, not a count of another set
+        return Selection([], standalone=_about(plan.said, papers), filters=used, scope=scope,
+                         total=total, notes=notes, focus=[], exact=True)
     if used and not kept:
         what = facets.describe(used)
         said_at = len(notes)
