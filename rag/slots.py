@@ -595,8 +595,9 @@ _NOUN = r"(?:ones?|papers?|works?|methods?|approach(?:es)?|models?|entr(?:y|ies)
 #: "the second one", "2nd paper", "the third" (not followed by another noun), "2nd" alone; not
 #: "the first paper to/that/on ..." (a question of its own: "the first paper to propose X").
 _BY_ORDINAL = re.compile(
-    rf"\b(?:the\s+)?({_ORD})\s+{_NOUN}\b(?!\s+(?:to|that|which|who|on|in|with|using)\b)"
+    rf"\b(?:the\s+)?({_ORD})\s+{_NOUN}\b(?!\s+(?:to|that|which|who|on|with|using)\b)"
     rf"(?!\s+about\s+(?!it\b|them\b)[a-z])"  # "the first paper about X" is a description
+    rf"(?!\s+in\s+(?!(?:your|the|this|that|my)\s+(?:list|answer|results?|table|reply)\b))"
     rf"|\bthe\s+({_ORD})\b(?!\s+(?:{_NOUN}|{_CARD}|times?|place|steps?|half|authors?|years?|days?|"
     rf"stages?|layers?|tokens?|few|couple|order|round|part|phase|version|sentence|line|"
     rf"word)\b)(?!-)"
