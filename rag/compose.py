@@ -372,12 +372,39 @@ def _survey(hits, cands, min_dense) -> list[AnswerSentence]:
     return out
 
 
+#: Stemmed words that ask for a paper to be described, or point at it, without asking about
+#: anything in it ("tell me more about the fourth one", "what is it about?", "explain [2]").
+_DESCRIBE_ONLY = frozenset("tell me more about explain describ summar summari summaris overview "
+                           "tldr tl dr gist idea say elabor detail deeper expand go dig one your "
+                           "list ok okai pleas pl thank first second third fourth fifth sixth "
+                           "seventh eighth ninth tenth last latter former top bottom".split())
+
+
+def summary_quotes(cands: Sequence[Candidate]) -> list[Candidate]:
+    """A paper described when nothing in particular is asked: its approach sentence and its
+    results sentence (:func:`rag.roles.role_score`, the comparison table's cues), in abstract
+    order; its best quotes when it has neither."""
+    from rag.roles import MIN_ROLE, role_score
+
+    k = max(1, len(cands) - 1)
+    picked = []
+    for aspect in ("approaches", "results"):
+        scored = [(role_score(aspect, c.text, c.pos / k), -c.pos, c) for c in cands
+                  if c not in picked]
+        best = max(scored, key=lambda x: x[:2], default=None)
+        if best is not None and best[0] >= MIN_ROLE:
+            picked.append(best[2])
+    return sorted(picked, key=lambda c: c.pos) or best_quotes(cands, FOLLOWUP_QUOTES)
+
+
 def _followup(question, hits, numbers, cands, wants_number: bool,
               aspect: str = "") -> list[AnswerSentence]:
     """What the abstracts of the papers under discussion say about ``question``: their best
     quotes, or, for an aspect with a role (datasets, metrics, limitations:
     :func:`rag.roles.role_score`), the sentences that play it first ("which datasets is it
-    evaluated on?" quotes the sentence naming nuScenes and Waymo)."""
+    evaluated on?" quotes the sentence naming nuScenes and Waymo); when the question asks
+    about nothing in particular ("tell me more about the fourth one"), each paper's approach
+    and results (:func:`summary_quotes`)."""
     from rag.roles import MIN_ROLE, role_score
 
     if aspect in ("limitations", "datasets", "metrics"):
@@ -388,11 +415,14 @@ def _followup(question, hits, numbers, cands, wants_number: bool,
             cands[n] = playing + [c for c in cands[n] if c not in playing]
     names = [f"{title(hits[n - 1])} [{n}]" for n in numbers]
     whose = "abstract of " if len(numbers) == 1 else "abstracts of "
-    out = [direct(f"What the {whose}{_and(names)} {'says' if len(numbers) == 1 else 'say'} "
-                  "about this:", numbers)]
     qt = question_terms(question) - GENERIC_TERMS
+    generic = not aspect and not wants_number and not (qt - _DESCRIBE_ONLY)
+    out = [direct(f"What {_and(names)} {'does' if len(numbers) == 1 else 'do'}, from "
+                  f"{'its abstract' if len(numbers) == 1 else 'their abstracts'}:" if generic
+                  else f"What the {whose}{_and(names)} {'says' if len(numbers) == 1 else 'say'} "
+                  "about this:", numbers)]
     for n in numbers:
-        quotes = best_quotes(cands[n], FOLLOWUP_QUOTES)
+        quotes = summary_quotes(cands[n]) if generic else best_quotes(cands[n], FOLLOWUP_QUOTES)
         if not quotes:
             out.append(note(f"The abstract of [{n}] has no sentence to quote.", [n]))
             continue
@@ -403,7 +433,7 @@ def _followup(question, hits, numbers, cands, wants_number: bool,
         if wants_number:
             out.append(note(f"The abstract of [{n}] gives no figure for this; the closest it "
                             "says:", [n]))
-        elif qt and not any(qt & set(query_terms(c.text)) for c in quotes):
+        elif qt and not generic and not any(qt & set(query_terms(c.text)) for c in quotes):
             out.append(note(f"The abstract of [{n}] does not say this directly; the closest it "
                             "says:", [n]))
         out += [quote(c) for c in quotes]

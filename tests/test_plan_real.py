@@ -539,3 +539,44 @@ def test_which_of_these_after_the_top_five_picks_among_those_five(accepted_ask):
     assert {h.id for h in first.hits[:len(top)]} == top
     ans, _ = accepted_ask("which of these are orals", history)
     assert {h.id for h in ans.hits} == want and ans.kind == "list"
+
+
+def test_how_many_of_them_when_none_is_counts_zero_of_them(ask):
+    """No seed paper is an oral: "how many of them are orals?" after a topic is 0 of the
+    papers shown (it counted a search for the words "how many of them" among every oral)."""
+    assert not any("Oral" in p["status"] for p in _seed())
+    first, history = ask("Which papers are about combinatorial optimization?")
+    ans, _ = ask("how many of them are orals", history)
+    assert ans.kind == "count" and not ans.refused and ans.hits == []
+    assert ans.text.startswith(f"0 of the {len(first.hits)} papers of the previous answer")
+
+
+def test_a_position_the_previous_answer_did_not_show_is_said_and_nothing_else(ask):
+    first, history = ask("Which papers are about combinatorial optimization?")
+    assert len(first.hits) < 40
+    ans, _ = ask("tell me about the 40th one", history)
+    assert ans.refused and ans.hits == [] and ans.plan["positions"] == [40]
+    assert ans.text.strip() == (f"The previous answer showed {len(first.hits)} papers, so [40] "
+                                "is not among them.")
+
+
+def test_tell_me_more_about_a_paper_gives_its_approach_and_results(ask):
+    """"tell me more about the second one" asks about nothing in particular: the paper's
+    approach and results sentences (from its own abstract), not "does not say this directly"."""
+    from rag.roles import MIN_ROLE, role_score
+
+    first, history = ask("Which papers are about combinatorial optimization?")
+    ans, _ = ask("tell me more about the second one", history)
+    want = next(p for p in _seed() if p["id"] == first.hits[1].id)
+    assert ans.hits[0].id == want["id"] and "does not say" not in ans.text
+    quotes = [s.quote for s in ans.sentences if s.kind == "quote"]
+    assert quotes and all(q in want["abstract"] or q.replace("(", "[").replace(")", "]")
+                          in want["abstract"] for q in quotes)
+    assert any(role_score("approaches", q, 0.3) >= MIN_ROLE for q in quotes)
+
+
+def test_the_nth_paper_in_your_list_is_that_position(ask):
+    first, history = ask("Which papers are about combinatorial optimization?")
+    ans, _ = ask("the third paper in your list - what is it about?", history)
+    assert ans.plan["papers"] == "positions" and ans.plan["positions"] == [3]
+    assert ans.hits[0].id == first.hits[2].id

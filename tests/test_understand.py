@@ -34,6 +34,8 @@ from tests.conftest import SEED, SHARED_DATA
     ("the latter", 1, []),
     # "about" ending the question asks what the paper is about; before a topic it describes one
     ("what's the third one about?", 8, [3]), ("the first paper about protein folding", 8, []),
+    ("the third paper in your list - what is it about?", 8, [3]),
+    ("the first paper in robotics to use world models", 8, []),
 ])
 def test_positions(text, n_previous, expected):
     assert slots.positions(text, n_previous)[0] == expected
