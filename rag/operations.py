@@ -706,8 +706,9 @@ def _run(plan: Plan, sel: Selection, retriever: Retriever, settings: Settings) -
         return Outcome(sentences, "survey", papers, prose=False,
                        about=list(range(1, len(papers) + 1)))
     if op == "survey" and sel.searched:
-        return Outcome(compose.compose("survey", plan.query, hits, embedder,
-                                       min_dense=MIN_DENSE), "survey", hits, prose=True)
+        shown = hits[:plan.n] if plan.n else hits  # "show me 5 oral papers on X": five
+        return Outcome(compose.compose("survey", plan.query, shown, embedder,
+                                       min_dense=MIN_DENSE), "survey", shown, prose=True)
     if op == "authors":
         return Outcome(compose.compose("authors", plan.query, hits, embedder), "authors", hits)
     if op == "number" and sel.searched and plan.papers == "search":

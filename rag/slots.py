@@ -228,6 +228,16 @@ class FilterSlots:
     spans: list[tuple[int, int]] = field(default_factory=list)
     sort_phrase: str = ""
     foreign: bool = False
+    #: Every span cut from ``question`` to make ``query`` (the filters' and the order's).
+    cut: list[tuple[int, int]] = field(default_factory=list)
+
+    def without(self, spans: list[tuple[int, int]]) -> str:
+        """``query`` with more spans of ``question`` cut too (a count, positions: "show me 5
+        oral papers on X"), as :func:`read_filters` makes it; ``query`` itself for a turn in
+        another language or without such spans."""
+        if not spans or self.foreign:
+            return self.query
+        return _SELF_LEAD.sub("", _without(self.question, self.cut + list(spans)), count=1)
 
     @property
     def language_note(self) -> str:
@@ -541,7 +551,7 @@ def read_filters(question: str, *, areas: Sequence[str] = ()) -> FilterSlots:
                                                         else f"{key}={v}"]))
             except FilterError:
                 pass  # words that looked like a filter but are not one: searched as words
-    read = FilterSlots(question, query, filters, phrases, filter_spans, sort)
+    read = FilterSlots(question, query, filters, phrases, filter_spans, sort, cut=list(spans))
     if foreign_share(question) > FOREIGN_SHARE:
         read.foreign = True
         read.query = " ".join(re.findall(r"[A-Za-z][A-Za-z0-9.+-]*[A-Za-z0-9+]|[A-Za-z]{2,}",
@@ -576,11 +586,6 @@ def _without(text: str, spans: list[tuple[int, int]]) -> str:
     while _DANGLING.search(out):
         out = _DANGLING.sub(r"\1", out).strip()
     return out
-
-
-def without_spans(text: str, spans: list[tuple[int, int]]) -> str:
-    """``text`` with the character ``spans`` removed and tidied (see :func:`_without`)."""
-    return _without(text, spans) if spans else text
 
 
 # --- positions and numbers -------------------------------------------------------------------

@@ -176,7 +176,7 @@ def assemble(text: str, papers: str, op: str, aspect: str, found: TurnSlots,
     """The plan for a reading (papers, op, aspect) of ``text`` with its slots ``found``."""
     f = found.filters
     spans = list(found.position_spans) + list(found.count_spans)
-    query = slots.without_spans(f.query, _shift(f, spans)) or f.query
+    query = f.without(spans) or f.query
     plan = Plan(papers=papers, op=op, aspect=aspect, confidence=round(confidence, 4),
                 filters=f.filters.as_strings() if f.filters else [], query=query, said=text)
     if papers == "positions":
@@ -234,12 +234,6 @@ def assemble(text: str, papers: str, op: str, aspect: str, found: TurnSlots,
 def named_ids(found: TurnSlots) -> list[str]:
     """Ids of the papers the turn's names point at (:attr:`TurnSlots.names`), in order, once."""
     return list(dict.fromkeys(i for _, _, ids in found.names for i in ids))
-
-
-def _shift(f: slots.FilterSlots, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """Spans of the turn mapped into ``f.query`` when it is the turn unchanged, else none (the
-    filter words were cut out, and the positions' words are few enough to search)."""
-    return spans if f.query == f.question else []
 
 
 def context_from(history: Sequence[Turn]) -> TurnContext:

@@ -580,3 +580,9 @@ def test_the_nth_paper_in_your_list_is_that_position(ask):
     ans, _ = ask("the third paper in your list - what is it about?", history)
     assert ans.plan["papers"] == "positions" and ans.plan["positions"] == [3]
     assert ans.hits[0].id == first.hits[2].id
+
+
+def test_a_survey_asked_for_n_papers_shows_n(ask):
+    ans, _ = ask("show me 3 papers on combinatorial optimization")
+    assert ans.kind == "survey" and ans.plan["n"] == 3 and len(ans.hits) == 3
+    assert "3" not in ans.plan["query"]
