@@ -586,3 +586,19 @@ def test_a_survey_asked_for_n_papers_shows_n(ask):
     ans, _ = ask("show me 3 papers on combinatorial optimization")
     assert ans.kind == "survey" and ans.plan["n"] == 3 and len(ans.hits) == 3
     assert "3" not in ans.plan["query"]
+
+
+@pytest.mark.slow
+def test_the_same_but_for_another_area_after_a_pick_is_that_area(accepted_ask):
+    """"now the same but for the learning theory area" after "the worst rated among them" (a
+    pick from the answer before) is the worst-rated paper of that area, not a search for the
+    words "the worst rated among them" (refused)."""
+    lt = [p for p in _accepted() if p["primary_area"] == "learning theory" and _mean(p) >= 0]
+    worst = min(_mean(p) for p in lt)
+    _, history = accepted_ask("causal reasoning area rated above 6")
+    pick, history = accepted_ask("whats the worst rated among them", history)
+    assert pick.kind == "extreme"
+    ans, _ = accepted_ask("now the same but for the learning theory area", history)
+    assert not ans.refused and ans.plan["papers"] == "catalog"
+    assert "primary_area=learning theory" in ans.plan["filters"]
+    assert ans.hits[0].paper.rating["mean"] == worst
