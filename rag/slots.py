@@ -237,7 +237,8 @@ class FilterSlots:
         another language or without such spans."""
         if not spans or self.foreign:
             return self.query
-        return _SELF_LEAD.sub("", _without(self.question, self.cut + list(spans)), count=1)
+        query = _SELF_LEAD.sub("", _without(self.question, self.cut + list(spans)), count=1)
+        return _REQUEST_LEAD.sub("", query, count=1) or query
 
     @property
     def language_note(self) -> str:
@@ -543,6 +544,7 @@ def read_filters(question: str, *, areas: Sequence[str] = ()) -> FilterSlots:
         spans.append((m.start(), m.end()))
     query = _without(question, spans) if spans else question
     query = _SELF_LEAD.sub("", query, count=1)  # anchored at the start: only a lead goes
+    query = _REQUEST_LEAD.sub("", query, count=1) or query
     filters = Filters()
     for key, vs in values.items():
         for v in vs:
@@ -569,6 +571,12 @@ _SELF_LEAD = re.compile(r"^\W*(?:(?:so|ok(?:ay)?|well|hi|hey|hello)\W+)*(?:i|we)
                         + _SELF_ADVERBS + f"(?:{_SELF_VERB})?|" + _SELF_ADVERBS + _SELF_VERB +
                         r")(?:\s+(?:in|at|into|on|about|through|over|around|for))?"
                         r"(?=[\s,.!?;:]|$)\s*", re.I)
+#: "Hi! Could you please tell me", "hey, can u show me", "pls": a greeting or a request's
+#: politeness before what is asked, not part of it (the search text and the plan's topic).
+_REQUEST_LEAD = re.compile(r"^\W*(?:(?:hi|hey|hello|ok(?:ay)?|so|well|thanks?|thank\s+you)\b\W*)*"
+                           r"(?:(?:(?:could|can|would|will)\s+(?:you|u)\s+(?:please\s+|pls\s+|"
+                           r"kindly\s+)?(?:tell|show|give|find|list|get)\s+me\b|please\b|pls\b|"
+                           r"kindly\b)\W*)?", re.I)
 _DANGLING = re.compile(r"(?:\s+|^)(?:and|or|with|that|which|are|were|was|is|in|from|of|within|the|"
                        r"by|at|among|as|an?|got|been|have|has)\s*([?.!]?)$", re.I)
 

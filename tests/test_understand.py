@@ -175,7 +175,11 @@ def test_filters_said_in_new_ways(text, filters):
     ("I'm mostly interested in the causal reasoning track", ""),
     ("Im looking at GNNs", "GNNs"), ("we are working on protein folding", "protein folding"),
     ("I want papers on GNNs", "I want papers on GNNs"), ("I/O-aware attention", "I/O-aware attention"),
-    ("ID selection papers", "ID selection papers"), ("image models", "image models")])
+    ("ID selection papers", "ID selection papers"), ("image models", "image models"),
+    # a greeting or a request's politeness is not what is asked either
+    ("Hi! Could you please tell me which papers use GRPO?", "which papers use GRPO?"),
+    ("hey, can u show me papers on GRPO", "papers on GRPO"), ("Hello", "Hello"),
+    ("pleasure-driven exploration", "pleasure-driven exploration")])
 def test_the_speaker_is_not_the_topic(text, query):
     """A first-person lead ("I've been browsing", "I'm mostly interested in") is left out of
     the words searched; "I" in a name or a plain "I want" stays."""
