@@ -418,6 +418,8 @@ def read_filters(question: str, *, areas: Sequence[str] = ()) -> FilterSlots:
         a, b = (m.start() if start is None else start), (m.end() if end is None else end)
         if key == "status" and any(a < e and s < b for s, e in asked):
             return  # "is it an oral?": asked about, not a filter
+        if key == "status" and _OTHER_VENUE.match(question, b):
+            return  # "also accepted at CVPR?": another venue's decision, not this list's
         if value not in values.setdefault(key, []):
             values[key].append(value)
         spans.append((a, b))
@@ -571,6 +573,10 @@ _SELF_LEAD = re.compile(r"^\W*(?:(?:so|ok(?:ay)?|well|hi|hey|hello)\W+)*(?:i|we)
                         + _SELF_ADVERBS + f"(?:{_SELF_VERB})?|" + _SELF_ADVERBS + _SELF_VERB +
                         r")(?:\s+(?:in|at|into|on|about|through|over|around|for))?"
                         r"(?=[\s,.!?;:]|$)\s*", re.I)
+#: After a decision word: another venue ("accepted at CVPR or NeurIPS", "rejected from
+#: NeurIPS"), so the word is no filter of this list (ICLR and "this conference" are this one).
+_OTHER_VENUE = re.compile(r"\s+(?:also\s+)?(?:at|to|in|by|from)\s+(?!ICLR\b|this\b|the\s+"
+                          r"conference\b)(?:[A-Z][A-Za-z]+|[A-Z]{2,})\b")
 #: "Hi! Could you please tell me", "hey, can u show me", "pls": a greeting or a request's
 #: politeness before what is asked, not part of it (the search text and the plan's topic).
 _REQUEST_LEAD = re.compile(r"^\W*(?:(?:hi|hey|hello|ok(?:ay)?|so|well|thanks?|thank\s+you)\b\W*)*"
