@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 import numpy as np
 
@@ -210,24 +210,18 @@ def distinctive(own: np.ndarray, others: np.ndarray, sentences: Sequence[str],
     return cands[int(np.argmin(closeness))]
 
 
-#: The first row of a comparison asked about one aspect ("which datasets do they each use?"):
-#: a row of its own for the aspects the table has none for (each cell the paper's sentence with
-#: the best :func:`rag.roles.role_score` of at least :data:`rag.roles.MIN_ROLE`), else the
-#: table's row for it, moved first.
-ASPECT_ROWS = {"limitations": "Limitations", "datasets": "Datasets / benchmarks",
-               "metrics": "Metrics", "approaches": ROWS[1], "results": ROWS[2]}
-
-
-def build_comparison(hits: Sequence[Hit], embedder: Embedder, aspect: str = "") -> Comparison:
+def build_comparison(hits: Sequence[Hit], embedder: Embedder, first: str = "",
+                     scorer: Callable[[str, float], float] | None = None,
+                     min_score: float = 0.0) -> Comparison:
     """The extractive table for ``hits`` (compared papers, numbered 1..len(hits) in that order).
 
     ``embedder`` picks the "what sets it apart" sentence (:func:`distinctive`); everything else is
     cue words and position (:func:`classify`), so the table does not depend on the language model.
-    ``aspect`` (one of :data:`rag.plan.ASPECTS`, or ``""``) puts that aspect's row first
-    (:data:`ASPECT_ROWS`): after a comparison, "and their weaknesses?" gets the limitations side
-    by side, not the same table again.
+    ``first`` names the row to put first (a comparison asked about one aspect:
+    :func:`rag.roles.aspect_row`): one of :data:`ROWS`, moved up, or a row of its own whose
+    cells are each paper's sentence with the best ``scorer(sentence, position in [0, 1])`` of
+    at least ``min_score`` (empty where none reaches it).
     """
-    from rag.roles import MIN_ROLE, role_score
 
     sents = [abstract_sentences(h.paper) for h in hits]
     columns = [Column(n, h) for n, h in enumerate(hits, start=1)]
@@ -242,16 +236,14 @@ def build_comparison(hits: Sequence[Hit], embedder: Embedder, aspect: str = "") 
         if i is not None:
             col.cells[ROWS[3]] = ss[i]
     order = list(ROWS)
-    first = ASPECT_ROWS.get(aspect)
     if first in order:
         order.remove(first)
-    elif first:
+    elif first and scorer is not None:
         for col, ss in zip(columns, sents):
             m = len(ss)
-            scored = [(role_score(aspect, x, i / (m - 1) if m > 1 else 0.0), -i, x)
-                      for i, x in enumerate(ss)]
+            scored = [(scorer(x, i / (m - 1) if m > 1 else 0.0), -i, x) for i, x in enumerate(ss)]
             best = max(scored, default=None)
-            if best is not None and best[0] >= MIN_ROLE:
+            if best is not None and best[0] >= min_score:
                 col.cells[first] = best[2]
     if first:
         order.insert(0, first)

@@ -697,8 +697,10 @@ def _run(plan: Plan, sel: Selection, retriever: Retriever, settings: Settings) -
                                min(len(hits), plan.n or COMPARE_DEFAULT, COMPARE_MAX))
         if cols >= 2 and len(hits) >= 2:
             from rag.compare import build_comparison
+            from rag.roles import MIN_ROLE, aspect_row
 
-            table = build_comparison(hits[:cols], embedder, plan.aspect)
+            first, scorer = aspect_row(plan.aspect)
+            table = build_comparison(hits[:cols], embedder, first, scorer, MIN_ROLE)
             body = compose.compose("compare", plan.query, hits, embedder, comparison=table,
                                    min_dense=MIN_DENSE)
             return Outcome(body, "compare", hits, table, list(range(1, cols + 1)), True)

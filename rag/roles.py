@@ -60,6 +60,21 @@ _NOT_DATA = re.compile(r"^[A-Z]{2,}s$|\d+(?:\.\d+)?[BMK]$|-(?:based|level|like|a
                        r"Phi|OPT|BERT|RoBERTa|ViT|CLIP|SigLIP|LLaVA|InternVL|o1|o3)[-\d.]*\w{0,4}$")
 
 
+#: The row a comparison asked about one aspect puts first ("which datasets do they each
+#: use?"): the table's own row for approaches and results (:data:`ROLES`), else a row of its own.
+ASPECT_ROWS = {**ROLES, "limitations": "Limitations", "datasets": "Datasets / benchmarks",
+               "metrics": "Metrics"}
+
+
+def aspect_row(aspect: str):
+    """``(row label, scorer)`` for :func:`rag.compare.build_comparison`'s ``first`` and
+    ``scorer`` (``scorer(sentence, position)`` is :func:`role_score` of ``aspect``, to be at
+    least :data:`MIN_ROLE`); ``("", None)`` for no aspect."""
+    if aspect not in ASPECT_ROWS:
+        return "", None
+    return ASPECT_ROWS[aspect], lambda sentence, position: role_score(aspect, sentence, position)
+
+
 def role_score(aspect: str, sentence: str, position: float) -> float:
     """How much ``sentence`` (at relative ``position`` in its abstract, 0 first) plays the part
     of ``aspect``: :func:`rag.compare.cue_score` of the matching table row for approaches and

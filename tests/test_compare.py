@@ -189,13 +189,20 @@ def test_comparison_with_real_models(real_index, real_generator, real_settings):
 
 
 def test_a_comparison_asked_about_one_aspect_puts_its_row_first(fake_embedder):
+    from rag.roles import MIN_ROLE, aspect_row
+
+    def built(aspect):
+        first, scorer = aspect_row(aspect)
+        return build_comparison(hits, fake_embedder, first, scorer, MIN_ROLE)
+
     hits = [Hit(ROUTING, 1.0), Hit(THEORY, 0.9)]
     plain = build_comparison(hits, fake_embedder)
-    results = build_comparison(hits, fake_embedder, "results")
+    assert built("").rows == plain.rows
+    results = built("results")
     assert [r[0] for r in results.rows[1:]] == ["Evidence / results", "Problem", "Approach",
                                                 "What sets it apart"]
     assert sorted(map(tuple, results.rows[1:])) == sorted(map(tuple, plain.rows[1:]))
-    limits = build_comparison(hits, fake_embedder, "limitations")
+    limits = built("limitations")
     assert limits.rows[1][0] == "Limitations" and len(limits.rows) == len(plain.rows) + 1
     # a limitation sentence where the abstract has one ("... existing solvers scale poorly"),
     # an empty cell where it has none
