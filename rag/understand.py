@@ -51,6 +51,8 @@ def allowed_papers(context: TurnContext, found: TurnSlots) -> set[str]:
     if found.names or found.quoted or found.sides or context.has_previous and \
             _describes(found.filters.query):
         allowed.add("named")  # by name, by title, or by description ("the protein one")
+    if found.quoted and found.names and not found.refers_back:
+        return {"named"}  # "Tell me about “<a title of the index>”": that paper, whatever came before
     if found.of_these and context.has_previous:
         allowed -= {"search", "catalog"}  # "Of these, which target VLMs?"
     if found.asks_status and (context.has_previous or found.names or found.quoted):

@@ -465,3 +465,18 @@ def test_the_scope_reading_on_its_measure_part_stays_above_a_floor(reader):
     got = scope_accuracy(scoped, rows, reader, areas, names)
     assert got["out_recall"] >= 0.6 and got["in_refused"] <= 0.2, got
     assert got["plan_refused"] <= 0.02, got
+
+
+def test_a_quoted_title_of_the_index_is_that_paper_whatever_came_before(reader, seed_names):
+    """The map's click asks "Tell me about “<title>”" after any answer: that paper, never the
+    paper under discussion (a learned reading had preferred it for some titles)."""
+    from rag.understand import read_turn
+
+    areas, names = seed_names
+    for title, pid in (("Neural Multi-Objective Combinatorial Optimization for Flexible Job Shop "
+                        "Scheduling Problems", "YAgOaYedLQ"),
+                       ("Explainable Token-level Noise Filtering for LLM Fine-tuning Datasets",
+                        "WEEodalWQg")):
+        plan = read_turn(f"Tell me about \u201c{title}\u201d", LOOKUP, reader, areas=areas,
+                         names=names)
+        assert plan.papers == "named" and plan.ids == [pid], plan.summary()
