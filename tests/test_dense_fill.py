@@ -630,7 +630,9 @@ def test_kill_9_at_random_points_of_the_dense_fill_loses_and_duplicates_nothing(
         ids = sorted(view.embedded_ids())
         vecs = view.paper_vectors(ids)
         assert all(len(vecs[pid]) == embedded[pid][0] for pid in ids)
-    assert kills == sorted(kills) and 0 < kills[0] and kills[-1] < len(papers)
+    # (a kill after the last batch's commit, before the process exits, is a point of the fill
+    # too: seen on a CI machine, the 4th kill at 200 of 200)
+    assert kills == sorted(kills) and 0 < kills[0] and kills[-1] <= len(papers)
     assert len(set(kills)) > 1  # different points
     embedder = FakeEmbedder()
     summary = build_index(source, settings=settings, embedder=embedder, **QUIET)
