@@ -142,12 +142,13 @@ def resolve_refine(plan: Plan, history: Sequence[Turn], areas: Sequence[str] = (
             stem = stem[: -len(f" for {earlier}")]
         swapped = _swap_subject(stem, subject)
         query = f"{swapped}?" if swapped else f"{stem} for {subject}?"
-    papers = base.papers if base.papers in ("search", "catalog") else "search"
     if base.papers in ("previous", "focus", "positions"):
         # "now the same but for the learning theory area" after "the worst rated among them":
         # the same operation on the part of the list the new filter names (or on the new
         # subject), not a search for the words "the worst rated among them"
         papers, query = ("search", subject) if subject else ("catalog", "")
+    else:
+        papers = base.papers if base.papers in ("search", "catalog") else "search"
     fields = {re.split(r"[=<>]", f)[0] for f in said}
     filters = list(dict.fromkeys([f for f in base.filters
                                   if re.split(r"[=<>]", f)[0] not in fields] + said))

@@ -237,8 +237,7 @@ class FilterSlots:
         another language or without such spans."""
         if not spans or self.foreign:
             return self.query
-        query = _SELF_LEAD.sub("", _without(self.question, self.cut + list(spans)), count=1)
-        return _REQUEST_LEAD.sub("", query, count=1) or query
+        return _searched(self.question, self.cut + list(spans))
 
     @property
     def language_note(self) -> str:
@@ -544,9 +543,7 @@ def read_filters(question: str, *, areas: Sequence[str] = ()) -> FilterSlots:
     for m in _SORT.finditer(question):
         sort = m.group(0)
         spans.append((m.start(), m.end()))
-    query = _without(question, spans) if spans else question
-    query = _SELF_LEAD.sub("", query, count=1)  # anchored at the start: only a lead goes
-    query = _REQUEST_LEAD.sub("", query, count=1) or query
+    query = _searched(question, spans)
     filters = Filters()
     for key, vs in values.items():
         for v in vs:
@@ -585,6 +582,14 @@ _REQUEST_LEAD = re.compile(r"^\W*(?:(?:hi|hey|hello|ok(?:ay)?|so|well|thanks?|th
                            r"kindly\b)\W*)?", re.I)
 _DANGLING = re.compile(r"(?:\s+|^)(?:and|or|with|that|which|are|were|was|is|in|from|of|within|the|"
                        r"by|at|among|as|an?|got|been|have|has)\s*([?.!]?)$", re.I)
+
+
+def _searched(question: str, spans: list[tuple[int, int]]) -> str:
+    """The words of ``question`` that are searched: without ``spans`` (:func:`_without`), a
+    first-person lead (:data:`_SELF_LEAD`, anchored at the start: only a lead goes) or a
+    greeting and politeness (:data:`_REQUEST_LEAD`, unless nothing else is left)."""
+    query = _SELF_LEAD.sub("", _without(question, spans) if spans else question, count=1)
+    return _REQUEST_LEAD.sub("", query, count=1) or query
 
 
 def _without(text: str, spans: list[tuple[int, int]]) -> str:

@@ -281,21 +281,15 @@ def _mine(plan: Plan) -> dict:
 
 
 def scope_accuracy(scope_rows: Sequence[dict], plan_rows: Sequence[dict], reader: TurnReader,
-                   areas: Sequence[str], names: NameIndex,
-                   threshold: float | None = None) -> dict:
-    """How the scope head's reading (:attr:`rag.plan.Plan.outside`) fares: ``out_recall``, the
-    share of out-of-scope turns of ``scope_rows`` read as outside; ``in_refused``, the share of
-    their in-scope turns read as outside; ``plan_refused``, the same over the plan-labelled
-    ``plan_rows`` (all in scope). ``threshold`` overrides :data:`OUTSIDE_ABOVE`."""
+                   areas: Sequence[str], names: NameIndex) -> dict:
+    """How the scope head's reading (:attr:`rag.plan.Plan.outside`, :func:`read_turn`) fares:
+    ``out_recall``, the share of out-of-scope turns of ``scope_rows`` read as outside;
+    ``in_refused``, the share of their in-scope turns read as outside; ``plan_refused``, the
+    same over the plan-labelled ``plan_rows`` (all in scope)."""
     from rag.turn_reader import context_of
 
-    cut = OUTSIDE_ABOVE if threshold is None else threshold
-
     def outside(row: dict) -> bool:
-        context = context_of(row)
-        found = find_slots(row["turn"], context, areas, names)
-        probs = reader.probabilities(reader.features([row["turn"]], [context], [found])[0])
-        return probs.get("scope", {}).get("out", 0.0) >= cut
+        return read_turn(row["turn"], context_of(row), reader, areas=areas, names=names).outside
 
     outs = [r for r in scope_rows if r["scope"] == "out"]
     ins = [r for r in scope_rows if r["scope"] == "in"]
