@@ -107,8 +107,8 @@ _RATING = re.compile(
     r"(?:rating|score)s?|rated|scored)(?:\s*,?\s*(?:like|um|uh|say)\s*,)?"
     r"\s*(?:(?:is|are|was|were|of)\s+)?(>=|<=|>|<|=|≥|≤|at least|at most|above|over|below|under|greater than|"
     r"more than|higher than|less than|lower than|of at least|no less than|no more than)?\s*"
-    r"(\d{1,2}(?:\.\d{1,2})?)(?!\d|\.\d)(?:\s*(?:/|out of)\s*10)?(\s+or\s+(?:higher|more|above|better|greater|"
-    r"over|lower|less|below|worse|under))?(?:\s+and\s+(?:up|above))?", re.I)
+    r"(\d{1,2}(?:\.\d{1,2})?)(?!\d|\.\d)(?:\s*(?:/|out of)\s*10)?(\s+(?:or|and)\s+(?:higher|more|above|better|"
+    r"greater|over|up|lower|less|below|worse|under|down))?", re.I)
 _OPS = {">=": ">=", "≥": ">=", "at least": ">=", "of at least": ">=", "no less than": ">=",
         "<=": "<=", "≤": "<=", "at most": "<=", "no more than": "<=", ">": ">", "above": ">",
         "over": ">", "greater than": ">", "more than": ">", "higher than": ">", "<": "<",
@@ -161,7 +161,8 @@ _AREA_END = re.compile(r"\s*(?:[^\w\s]|$|(?:and|or|with|that|which|rated|about|o
 #: rating threshold.
 _NOT_A_RATING = r"(?![\d.]*\s*(?:%|x\b|times|points|pp|layers|billion|[bBmMkK]\b))"
 #: "+", "or more", "or lower", ...: the side of a threshold said after its number.
-_OR_SIDE = (r"(\+|or\s+(?:more|higher|above|better|over|less|lower|below|worse|under))")
+_OR_SIDE = (r"(\+|or\s+(?:more|higher|above|better|over|less|lower|below|worse|under)|"
+            r"and\s+(?:up|above|higher|over|below|under|lower|down))")
 # "7+", "(6.5+)": a rating threshold when the turn talks about ratings
 # "which ones are above 6", "the ones averaging above 6": a threshold said of the papers
 _BARE_RATING = re.compile(r"\b(?:ones|papers|those|these|them|they|are|averag\w*)\s+(?:that\s+are\s+)?"
@@ -197,9 +198,12 @@ _AFTER_THRESHOLD = re.compile(r"\s*(?:[^\w\s]|$|(?:only|pls|please|ones?|papers?
 def _side(tail: str) -> str:
     """The comparison of an :data:`_OR_SIDE` tail: ``"<="`` for "or less/lower/below/worse/under",
     ``">="`` for "+" and "or more/higher/above/better/over"."""
-    return "<=" if re.search(r"less|lower|below|worse|under", tail, re.I) else ">="
+    return "<=" if re.search(r"less|lower|below|worse|under|down", tail, re.I) else ">="
 
 
+#: A threshold with its side said after it ("6 and up", "5.5 or lower"): a rating threshold
+#: when the turn talks about ratings (see read_filters).
+_SIDED = re.compile(r"(?<![\w.])(\d{1,2}(?:\.\d{1,2})?)\s*" + _OR_SIDE + r"(?![\w%])", re.I)
 _PLUS = re.compile(r"(?<![\w.])(\d{1,2}(?:\.\d{1,2})?)\s?\+(?!\w)")
 _RATING_WORD = re.compile(r"\b(?:rat\w*|scor\w*|review\w*|average|mean)\b", re.I)
 #: Longest author name read from a question (the longest in ICLR 2018's list is 31 chars).
@@ -446,7 +450,8 @@ def read_filters(question: str, *, areas: Sequence[str] = ()) -> FilterSlots:
         op = _OPS.get((m.group(1) or "").lower(), "")
         tail = (m.group(3) or "").lower()
         if not op:
-            op = ">=" if any(w in tail for w in ("higher", "more", "above", "better", "greater")) \
+            op = ">=" if any(w in tail for w in ("higher", "more", "above", "better", "greater",
+                                                 "over", "up")) \
                 else "<=" if tail else ">="
         take(m, "rating", f"{op}{m.group(2)}")
     if "rating" not in values:
@@ -464,6 +469,11 @@ def read_filters(question: str, *, areas: Sequence[str] = ()) -> FilterSlots:
     if "rating" not in values:
         for m in _BARE_RATING.finditer(question):
             take(m, "rating", f"{_OPS[m.group(1).lower()]}{m.group(2)}", m.start(1), m.end())
+    if "rating" not in values and _RATING_WORD.search(question):
+        for m in _SIDED.finditer(question):  # "the highly rated ones, 6 and up"
+            if float(m.group(1)) <= 10 and _AFTER_THRESHOLD.match(question[m.end():]):
+                take(m, "rating", f"{_side(m.group(2))}{m.group(1)}")
+                break
     for m in _PLUS.finditer(question):
         # "7+" with a rating word in the turn, or said of the papers ("6+ ones only")
         if float(m.group(1)) <= 10 and not any(a <= m.start() < b for a, b in spans) and (

@@ -158,6 +158,9 @@ AREAS = ["learning theory", "causal reasoning", "optimization", "generative mode
     ("Which paper won the Algonauts 2025 challenge?", []), ("gains on AIME 2025", []),
     ("ICLR 2018 papers on GANs", ["year=2018"]), ("In 2018, who studied GANs?", ["year=2018"]),
     # an area's name before its bracket of examples, without "applications to"
+    # a threshold whose side is said after it, in a turn about ratings
+    ("hmm, only the highly rated ones, 6 and up", ["rating>=6"]),
+    ("ratings 5 and below please", ["rating<=5"]), ("models with 7 and up layers", []),
     # another venue's decision is no filter of this list
     ("were any of these also accepted at CVPR or NeurIPS?", []),
     ("papers accepted at ICLR 2018", ["status=accepted", "year=2018"]),
