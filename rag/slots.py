@@ -76,7 +76,12 @@ _TIER_ALONE = re.compile(r"\b(?:(?:among|in|from|of)\s+(?:the\s+)?(orals|spotlig
                          r"(?:rated|scored|reviewed|ranked)\s+(orals?|spotlights?|posters?)\b|"
                          # "posters about X", "orals in RL", "the poster with the best rating"
                          r"(orals|posters|spotlights)(?=\s+(?:are|were|about|on|in|with|that|which|"
-                         r"from|sorted|by|ranked|ordered|best|worst|highest|lowest|first)\b)|"
+                         r"from|sorted|by|ranked|ordered|best|worst|highest|lowest|first|among|"
+                         r"amongst|rated|scored|then|count|w/?)(?!\w))|"
+                         # "same but posters", "and then the posters?": the tier ends the turn
+                         r"\b(?:but|and|then|now|just|only|the)\s+(posters)\s*[?.!]*\s*$|"
+                         # "spotlight count?", "oral total": the tier counted
+                         r"\b(oral|spotlight|poster)\s+(?:count|total|number)\b|"
                          r"(?<=\bthe\s)(oral|poster|spotlight)(?=\s+(?:with|that|which|among)\b)|"
                          # "oral?" "the spotlight ones"
                          r"(oral|spotlight)\b(?=\s*(?:[?.!,;]|$|ones?\b))|"
@@ -105,11 +110,12 @@ _TIER_WORD = {"oral": "oral", "orals": "oral", "spotlight": "spotlight", "spotli
 _RATING = re.compile(
     r"\b(?:(?:with\s+)?(?:an?\s+)?(?:(?:mean|average|avg|reviewer|review|overall)\s+){0,2}"
     r"(?:rating|score)s?|rated|scored)(?:\s*,?\s*(?:like|um|uh|say)\s*,)?"
-    r"\s*(?:(?:is|are|was|were|of)\s+)?(>=|<=|>|<|=|≥|≤|at least|at most|above|over|below|under|greater than|"
+    r"\s*(?:(?:is|are|was|were|of)\s+)?(>=|<=|>|<|=|≥|≤|at least|at most|at or above|at or below|above|over|below|under|greater than|"
     r"more than|higher than|less than|lower than|of at least|no less than|no more than)?\s*"
-    r"(\d{1,2}(?:\.\d{1,2})?)(?!\d|\.\d)(?:\s*(?:/|out of)\s*10)?(\s+(?:or|and)\s+(?:higher|more|above|better|"
+    r"(\d{1,2}(?:\.\d{1,2})?)(?!\d|\.\d)(?!\s+(?:papers?|pprs?|works?|ones|orals|posters|submissions)\b)"
+    r"(?:\s*(?:/|out of)\s*10)?(\s+(?:or|and)\s+(?:higher|more|above|better|"
     r"greater|over|up|lower|less|below|worse|under|down))?", re.I)
-_OPS = {">=": ">=", "≥": ">=", "at least": ">=", "of at least": ">=", "no less than": ">=",
+_OPS = {">=": ">=", "≥": ">=", "at least": ">=", "at or above": ">=", "at or below": "<=", "of at least": ">=", "no less than": ">=",
         "<=": "<=", "≤": "<=", "at most": "<=", "no more than": "<=", ">": ">", "above": ">",
         "over": ">", "greater than": ">", "more than": ">", "higher than": ">", "<": "<",
         "below": "<", "under": "<", "less than": "<", "lower than": "<", "=": "="}
@@ -123,7 +129,7 @@ _AUTHOR = re.compile(rf"\b(?i:(?:{_PAPERS}|anything|everything|something|stuff|t
                      r"\s+((?:[A-Z][\w'.\-]*\.?\s+){0,3}[A-Z][\w'\-]+)", re.U)
 #: Words after "by" that say an order, not an author ("sorted by rating", "by reviewer score").
 _ORDER_WORDS = (r"(?:rat\w*|scor\w*|review\w*|relevan\w*|mean|average|avg|date|year|area|topic|"
-                r"how|their|its|the|a)\b")
+                r"how|their|its|the|a|him|her|them|me|us|you|it|this|that|these|those)\b")
 # "papers by yoshua bengio" (in lower case: the two words after "papers by"), "Sergey Levine's
 # papers"
 _AUTHOR_LOWER = re.compile(rf"\b{_PAPERS}\s+(?:written\s+|authored\s+)?by\s+(?!{_ORDER_WORDS})"
@@ -141,7 +147,7 @@ _SORT = re.compile(r"\b(?:(?:highest|best|top|most\s+highly)[-\s]+"
 _AREA = re.compile(r"\b(?:(?:in|from|of|within)\s+(?:the\s+)?)?(?:(?:primary\s+)?area\s*"
                    r"(?:[:=]|\s(?:is|was)\s)?\s*"
                    r"(?P<after>[\w ,&()./-]{3,80}?)(?=[?.!;]|$|\s+(?:area|with|that|which|rated|"
-                   r"and\s+(?:rated|with)))|(?P<before>[\w ,&()./-]{2,80}?)[\s-]+(?:primary\s+)?"
+                   r"and\s+(?:rated|with)))|(?P<before>[\w ,&()./-]{2,80}?)[\s(-]+(?:primary\s+)?"
                    r"(?:area|track|category)\b)", re.I)
 # "whose primary area is applications to physical sciences (physics, ..., etc.)": a name after
 # "area" that may hold full stops of its own, when the words before "area" named none
@@ -165,7 +171,7 @@ _OR_SIDE = (r"(\+|or\s+(?:more|higher|above|better|over|less|lower|below|worse|u
             r"and\s+(?:up|above|higher|over|below|under|lower|down))")
 # "7+", "(6.5+)": a rating threshold when the turn talks about ratings
 # "which ones are above 6", "the ones averaging above 6": a threshold said of the papers
-_BARE_RATING = re.compile(r"\b(?:ones|papers|those|these|them|they|are|averag\w*)\s+(?:that\s+are\s+)?"
+_BARE_RATING = re.compile(r"\b(?:ones|papers|those|these|them|they|are|averag\w*|anything|everything|any|all)\s+(?:that\s+are\s+)?"
                           r"(above|over|below|under|at least|at most)\s+(\d(?:\.\d{1,2})?)"
                           + _NOT_A_RATING, re.I)
 # "6 or more on average", "7+ on average", "5.5 or lower on average"
@@ -181,7 +187,7 @@ _DROP_RATING = re.compile(r"\b(?:drop|remove|exclude|filter\s+out|get\s+rid\s+of
 _DROP_OPS = {"below": ">=", "under": ">=", "less than": ">=", "lower than": ">=", "above": "<=",
              "over": "<=", "more than": "<=", "higher than": "<="}
 # "got 6+", "how many of these got 6 or more", "scoring 7 or above": a threshold a paper got
-_GOT_RATING = re.compile(r"\b(?:got|get|getting|gets|scoring|averaging|with|are|were|is)\s+"
+_GOT_RATING = re.compile(r"\b(?:got|get|getting|gets|scoring|averaging|averaged|with|w/?|are|were|is)\s+"
                          r"(?:a\s+|an\s+|rated\s+)?"
                          r"(\d(?:\.\d{1,2})?)\s*" + _OR_SIDE + r"(?![\w%])", re.I)
 # "and above 6 only", "above 6 pls", "only under 5": a threshold that is the whole request
@@ -320,6 +326,8 @@ def match_area(text: str, areas: Sequence[str], exact: bool = False) -> str | No
         return None
     want = re.sub(r"^(?:the|a|an)\s+", "", want)
     want = re.sub(r"\s+(?:area|track|category)$", "", want)
+    if not _content_words(want):
+        return None  # "the", "in the": no word of it can name an area ("the above" is not one)
     for area in areas:
         head = fold(re.split(r"[,(]", area)[0])
         if fold(area) == want or head == want or \
@@ -332,6 +340,14 @@ def match_area(text: str, areas: Sequence[str], exact: bool = False) -> str | No
         return None
     inside = [a for a in areas if re.search(rf"\b{re.escape(want)}\b", fold(a))]
     return inside[0] if len(inside) == 1 else _fuzzy_area(want, tuple(areas))
+
+
+def _content_words(text: str) -> list[str]:
+    """The words of ``text`` that are not English function words (scikit-learn's
+    ``ENGLISH_STOP_WORDS``, the Glasgow stop list)."""
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+    return [w for w in re.findall(r"[a-z0-9]+", text.lower()) if w not in ENGLISH_STOP_WORDS]
 
 
 #: Least :func:`difflib.SequenceMatcher` ratio for a misspelt area word ("aligment").
@@ -408,9 +424,27 @@ _YEAR_OWNERS = frozenset("iclr in from since of for at before after during and o
                          "published accepted submitted only just papers".split())
 
 
+#: Number words a rating threshold may be written in ("at least six", "above seven").
+_NUMBER_WORDS = {"two": "2", "three": "3", "four": "4", "five": "5", "six": "6",
+                 "seven": "7", "eight": "8", "nine": "9", "ten": "10"}
+_WORD_THRESHOLD = re.compile(r"(\b(?:above|over|below|under|least|most|than|(?:rating|score)\s+"
+                             r"of)\s+)(" + "|".join(_NUMBER_WORDS) + r")\b", re.I)
+
+
+def _digits(question: str) -> str:
+    """``question`` with a threshold's number word as digits, right-aligned in the word's
+    place ("above six" -> "above   6"), so that every span found in it is a span of
+    ``question`` too."""
+    return _WORD_THRESHOLD.sub(
+        lambda m: m.group(1) + _NUMBER_WORDS[m.group(2).lower()].rjust(len(m.group(2))),
+        question)
+
+
 def read_filters(question: str, *, areas: Sequence[str] = ()) -> FilterSlots:
     """The :class:`FilterSlots` of ``question``; ``areas`` are the index's primary areas (an
-    area is a filter only when the question says "area"/"track"/"category" next to its name)."""
+    area is a filter only when the question says "area"/"track"/"category" next to its name).
+    Number words of a threshold are read as digits ("at least six": :func:`_digits`)."""
+    as_typed, question = question, _digits(question)
     values: dict[str, list[str]] = {}
     phrases: list[str] = []
     spans: list[tuple[int, int]] = []
@@ -421,7 +455,8 @@ def read_filters(question: str, *, areas: Sequence[str] = ()) -> FilterSlots:
         a, b = (m.start() if start is None else start), (m.end() if end is None else end)
         if key == "status" and any(a < e and s < b for s, e in asked):
             return  # "is it an oral?": asked about, not a filter
-        if key == "status" and _OTHER_VENUE.match(question, b):
+        if key == "status" and value in ("accepted", "rejected", "withdrawn") and \
+                _OTHER_VENUE.match(question, b):
             return  # "also accepted at CVPR?": another venue's decision, not this list's
         if value not in values.setdefault(key, []):
             values[key].append(value)
@@ -503,6 +538,8 @@ def read_filters(question: str, *, areas: Sequence[str] = ()) -> FilterSlots:
             words = text.split()
             for i in range(len(words)):  # the longest tail of the words before "area" that names one
                 tail = " ".join(words[i:])
+                if m.group("before"):  # "RL as their primary area", "RL (primary area)"
+                    tail = re.sub(r"(?:[\s(]+|\b(?:as|is|its|their|the|an?|of)\b)*$", "", tail)
                 area = match_area(tail, areas) or (
                     match_area(tail.upper(), areas) if m.group("before") and len(tail) <= 3
                     and i == len(words) - 1 else None)  # "rl area spotlights"
@@ -516,7 +553,14 @@ def read_filters(question: str, *, areas: Sequence[str] = ()) -> FilterSlots:
         for m in _AREA_NAMED.finditer(question):
             area = match_area(m.group("after"), areas)
             if area:
-                take(m, "primary_area", area)
+                end = m.end()  # "of alignment, fairness and safety": the name's later parts too
+                for c in re.finditer(r",[\w ,&()/-]*?(?=[?!;,]|\.(?:\s|$)|$)", question[m.end():]):
+                    own = re.findall(r"[a-z]+", area.lower())
+                    if not all(any(o.startswith(w[:5]) for o in own)
+                               for w in _content_words(c.group())):
+                        break  # ", sorted by rating": not a word of the area's name
+                    end = m.end() + c.end()
+                take(m, "primary_area", area, None, end)
                 break
     if areas and "primary_area" not in values:
         for m in _IN_AREA.finditer(question):
@@ -553,6 +597,7 @@ def read_filters(question: str, *, areas: Sequence[str] = ()) -> FilterSlots:
     for m in _SORT.finditer(question):
         sort = m.group(0)
         spans.append((m.start(), m.end()))
+    question = as_typed  # (the same length: the spans hold)
     query = _searched(question, spans)
     filters = Filters()
     for key, vs in values.items():
@@ -610,6 +655,9 @@ def _without(text: str, spans: list[tuple[int, int]]) -> str:
         for i in range(a, b):
             keep[i] = False
     out = "".join(c if k else " " for c, k in zip(text, keep))
+    out = re.sub(r"\(\s*\)", " ", out)
+    if out.count(")") > out.count("("):  # "RL (primary area) papers": the bracket's other half
+        out = re.sub(r"(?:(?<=\s)|^)\)", " ", out)
     out = re.sub(r"\s+([?.!,;:])", r"\1", re.sub(r"\s{2,}", " ", out)).strip()
     out = re.sub(r"^[,;:]\s*", "", out)
     while _DANGLING.search(out):

@@ -176,6 +176,57 @@ def test_filters_said_in_new_ways(text, filters):
     assert sorted(got.as_strings() if got else []) == sorted(filters)
 
 
+#: ICLR 2026's primary areas, all 21 ("the above" is in one of them).
+ALL_AREAS = AREAS + [
+    "foundation or frontier models, including LLMs",
+    "applications to computer vision, audio, language, and other modalities",
+    "datasets and benchmarks", "alignment, fairness, safety, privacy, and societal considerations",
+    "reinforcement learning", "unsupervised, self-supervised, semi-supervised, and supervised "
+    "representation learning", "interpretability and explainable AI",
+    "other topics in machine learning (i.e., none of the above)",
+    "transfer learning, meta learning, and lifelong learning",
+    "probabilistic methods (Bayesian methods, variational inference, sampling, UQ, etc.)",
+    "applications to neuroscience & cognitive science",
+    "learning on graphs and other geometries & topologies",
+    "learning on time series and dynamical systems",
+    "neurosymbolic & hybrid AI systems (physics-informed, logic & formal reasoning, etc.)",
+    "infrastructure, software libraries, hardware, systems, etc."]
+SAFETY = "primary_area=alignment, fairness, safety, privacy, and societal considerations"
+
+
+@pytest.mark.parametrize("text,filters,query", [
+    # "the" names no area: it was read as "other topics ... (i.e., none of the above)"
+    ("how many papers is in the area of alignment, fairness and safety?", [SAFETY],
+     "how many papers?"),
+    ("switch the area to optimization", ["primary_area=optimization"], None),
+    ("how many accepted papers have reinforcement learning as their primary area",
+     ["status=accepted", "primary_area=reinforcement learning"], "how many papers"),
+    ("Which reinforcement learning (primary area) paper got the highest average score?",
+     ["primary_area=reinforcement learning"], "Which paper?"),
+    # a tier word beside an area's short name is still the tier ("in RL" is no other venue)
+    ("orals in RL sorted by score", ["status=oral", "primary_area=reinforcement learning"], None),
+    ("posters among them - how many?", ["status=poster"], None),
+    ("same but posters", ["status=poster"], None), ("spotlight count?", ["status=spotlight"], None),
+    ("papers on generating academic posters", [], None),
+    # thresholds in words, or "at or below"; "rated 5 papers" counts papers
+    ("Please, only the ones with a rating of at least six.", ["rating>=6"], "only the ones."),
+    ("how many of these have a rating at or below 5", ["rating<=5"], None),
+    ("how many papers averaged 5 or less", ["rating<=5"], None),
+    ("anything under 5 in there? count them", ["rating<5"], None),
+    ("n of them w 6+?", ["rating>=6"], None),
+    ("the lowest rated 5 papers in the area of datasets and benchmarks",
+     ["primary_area=datasets and benchmarks"], None),
+    ("and the lowest rated one overall?", [], None),
+    ("could you pull up work by him on that?", [], None),
+])
+def test_filters_of_the_whole_area_list(text, filters, query):
+    """Over all 21 areas of ICLR 2026; ``query``, when given, is what is left to search."""
+    got = slots.read_filters(text, areas=ALL_AREAS)
+    assert sorted(got.filters.as_strings() if got.filters else []) == sorted(filters)
+    if query is not None:
+        assert got.query == query
+
+
 @pytest.mark.parametrize("text,query", [
     ("I've been browsing the learning theory area", ""),
     ("I'm mostly interested in the causal reasoning track", ""),
