@@ -287,9 +287,10 @@ def answer_stream(question: str, *, retriever: Retriever, generator: Generator,
     used = resolve_mode(requested, generator, settings) if done.prose else "extractive"
     body, unsupported, model = extract[1:], [], ""
     if used == "constrained":
-        focus = done.about if kind == "followup" else None
+        focus = done.about if done.focused else None
         cands = compose.candidates(plan.query, hits, embedder, focus)
-        pool = constrained.pool(kind, hits, cands, focus=done.about, comparison=table,
+        pool = constrained.pool("followup" if done.focused else kind, hits, cands,
+                                focus=done.about, comparison=table,
                                 min_dense=MIN_DENSE)
         picks = constrained.pick(plan.query or question, pool, generator, settings)
         model = generator.name

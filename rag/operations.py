@@ -635,6 +635,9 @@ class Outcome:
     table: object = None
     about: list[int] = field(default_factory=lambda: [1])
     prose: bool = False
+    #: Composed about the papers ``about`` names, from the conversation (a follow-up on them, or
+    #: a description of "the third one": kind ``describe``), not about the best match.
+    focused: bool = False
 
 
 def run(plan: Plan, sel: Selection, retriever: Retriever, settings: Settings) -> Outcome:
@@ -730,7 +733,8 @@ def _run(plan: Plan, sel: Selection, retriever: Retriever, settings: Settings) -
         body = compose.compose("followup", plan.query, hits, embedder, focus=focus,
                                aspect=plan.aspect or ("results" if op == "number" else ""),
                                figures=op == "number")
-        return Outcome(body, "followup", hits, about=focus, prose=True)
+        return Outcome(body, "describe" if op == "describe" else "followup", hits, about=focus,
+                       prose=True, focused=True)
     kind = "describe" if op == "describe" else "lookup"
     return Outcome(compose.compose(kind, plan.query, hits, embedder, aspect=plan.aspect,
                                    min_dense=MIN_DENSE), kind, hits, prose=True)

@@ -94,7 +94,9 @@ def test_compare_the_first_two(ask):
 def test_a_follow_up_describes_the_paper_under_discussion(ask):
     _, history = ask("Which paper proposes StepORLM?")
     ans, _ = ask("What results does it report?", history)
-    assert ans.hits[0].id == "ZrgxU8WMmG" and ans.kind == "followup"
+    # a description of the paper under discussion is of kind "describe", like a searched one
+    assert ans.hits[0].id == "ZrgxU8WMmG" and ans.kind == "describe"
+    assert ans.about_ids == ["ZrgxU8WMmG"]
     assert "StepORLM" in ans.standalone_question and not ans.refused
 
 
