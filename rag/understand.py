@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Sequence
 
 from rag import slots
 from rag.names import NameIndex
-from rag.plan import Plan
+from rag.plan import UNSURE_BELOW, Plan
 from rag.turn_reader import TurnContext, TurnReader, TurnSlots, find_slots
 
 if TYPE_CHECKING:
@@ -192,6 +192,12 @@ def assemble(text: str, papers: str, op: str, aspect: str, found: TurnSlots,
                 from_end = not from_end  # "the best one" of a list shown worst first is its last
             plan.positions = (list(range(max(1, last - n + 1), last + 1))
                               if from_end and last else list(range(1, n + 1)))
+    if papers == "previous" and op in _IT_OPS and context.n_previous > 1 and \
+            _IT.search(text) and not _THEY.search(text) and not found.plural:
+        # "cite it" after a list: one paper, the list's first; said in the answer, as unsure
+        papers = plan.papers = "positions"
+        plan.positions = [1]
+        plan.confidence = min(plan.confidence, round(UNSURE_BELOW / 2, 4))
     if papers == "named":
         plan.names = list(dict.fromkeys([w for w, _, _ in found.names] + found.quoted)) or \
             [query]  # described, not named: "the one about medical segmentation"
@@ -231,6 +237,14 @@ def assemble(text: str, papers: str, op: str, aspect: str, found: TurnSlots,
     if f.foreign:
         plan.notes.append(f.language_note)
     return plan
+
+
+#: Operations on one paper: after a list, "it" is its first (:func:`assemble`).
+_IT_OPS = ("cite", "describe", "authors", "number")
+#: A singular pointer ("cite it", "what is its dataset?") and a plural one ("them", "each").
+_IT = re.compile(r"\b(?:it|its|it's|this\s+(?:one|paper|work)|that\s+(?:one|paper|work))\b", re.I)
+_THEY = re.compile(r"\b(?:they|them|their|these|those|all|each|every|both|ones|papers|works|"
+                   r"which|list)\b", re.I)
 
 
 def named_ids(found: TurnSlots) -> list[str]:
