@@ -64,6 +64,15 @@ def test_bibtex_of_the_second_one(ask):
     assert ans.hits[0].id == first.hits[1].id and "```bibtex" in ans.text
 
 
+def test_cite_it_after_a_list_is_its_first_paper_and_says_so(ask):
+    """"cite it" after several papers: one entry, the first's, and the reading is stated."""
+    first, history = ask("Which papers are about optimization?")
+    assert len(first.hits) > 1
+    ans, _ = ask("cite it (bibtex)", history)
+    assert ans.kind == "cite" and bibtex_ids(ans.text) == [first.hits[0].id]
+    assert ans.plan["unsure"] and "Reading this as" in ans.text
+
+
 def test_papers_similar_to_a_named_paper_by_paper_vectors(ask, real_index):
     target = "aITKXFeivk"  # RFTHGS
     vecs = real_index.store.paper_vectors(sorted(real_index.papers), real_index.n_chunks)
