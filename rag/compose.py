@@ -394,7 +394,18 @@ def summary_quotes(cands: Sequence[Candidate]) -> list[Candidate]:
         best = max(scored, key=lambda x: x[:2], default=None)
         if best is not None and best[0] >= MIN_ROLE:
             picked.append(best[2])
+        elif aspect == "approaches":  # no method cue ("We address this question by studying
+            # ..." in a theory paper): the authors' first own sentence says what they did
+            own = [c for c in cands if _OWN_WORK.match(c.text)]
+            if own:
+                picked.append(own[0])
     return sorted(picked, key=lambda c: c.pos) or best_quotes(cands, FOLLOWUP_QUOTES)
+
+
+#: A sentence in which the authors speak of their own work ("We study ...", "In this paper, ...").
+_OWN_WORK = re.compile(r"^\W*(?:(?:here|in\s+this\s+(?:paper|work)|to\s+this\s+end|in\s+"
+                       r"response|therefore|thus|instead)\s*,?\s*)?(?:we|our|this\s+(?:paper|"
+                       r"work))\b", re.I)
 
 
 def _followup(question, hits, numbers, cands, wants_number: bool,

@@ -238,3 +238,19 @@ def test_names_paper_rescues_a_short_question_naming_the_top_paper():
     assert names_paper("Which paper gives lower bounds for routing heuristics?", Hit(BOUND, 1.0))
     assert not names_paper("recipes for sourdough bread", Hit(ROUTE, 1.0))
     assert not names_paper("What is GlimmerRoute?", Hit(ROUTE, 1.0))
+
+
+def test_a_theory_paper_is_described_by_what_the_authors_did_and_found():
+    """No sentence has a method cue ("we propose"): the authors' first own sentence stands
+    for the approach, beside the results sentence (the abstract of 'Computational
+    Bottlenecks for Denoising Diffusions', shortened)."""
+    texts = ["Denoising diffusions sample from a probability distribution by constructing a "
+             "stochastic process.",
+             "Is every distribution for which sampling is tractable also amenable to sampling "
+             "via diffusions?",
+             "We address this question by studying its relation to information-computation gaps "
+             "in statistical estimation.",
+             "We prove that this implies a failure of sampling via diffusions."]
+    cands = [compose.Candidate(1, t, i, 0.5) for i, t in enumerate(texts)]
+    picked = [c.text for c in compose.summary_quotes(cands)]
+    assert picked[0] == texts[2] and texts[0] not in picked and texts[1] not in picked
