@@ -824,10 +824,11 @@ _SINGULAR = re.compile(r"\b(?:paper|work|one|submission|article|study|entry)\b(?
 # a question about the reviewer ratings of papers already in hand, not a filter or an order
 _RATING_ASKED = re.compile(
     r"\b(?:what|how)(?:['’]?s|\s+is|\s+was|\s+are|\s+were)?\s+(?:its|their|the|this|that|"
-    r"(?:the\s+)?(?:first|second|third|last)(?:\s+one)?['’]s)\s+(?:mean\s+|average\s+|"
+    r"(?:(?:the\s+)?(?:first|second|third|last)(?:\s+one)?|[\w.+-]+)['’]s)\s+(?:mean\s+|average\s+|"
     r"reviewer\s+|review\s+|overall\s+)?(?:ratings?|scores?)\s*(?:[?.!]|$|of\s+(?:it|that|this|"
     r"them|those|these|\[\d|#\d|the\s+(?:first|second|third|last)))|"
     r"\bwhat\s+(?:did|do)\s+(?:the\s+)?reviewers?\s+(?:give|rate|score)\b|"
+    r"\bwhat\s+(?:mean\s+|average\s+|reviewer\s+)?(?:ratings?|scores?)\s+(?:did|does|do)\s+|"
     r"\bhow\s+(?:well\s+|highly\s+|badly\s+)?(?:was|is|were|are)\s+(?:it|that|this|they|"
     r"those|these|that\s+one|this\s+one|that\s+paper|this\s+paper)\s+(?:rated|reviewed|"
     r"scored)\b|\b(?:ratings?|scores?)\s+(?:of|for)\s+(?:it|that|this|them|those|these|"

@@ -86,7 +86,10 @@ def test_one_paper_at_an_end_of_the_order(text, one):
     ("rating of [2]?", True), ("whats the second one's score", True),
     ("how well is it reviewed?", True), ("what are their scores?", True),
     ("what is the average rating of orals", False), ("papers rated 6+", False),
-    ("best rated paper", False), ("sort by rating", False), ("scores of reward models", False)])
+    ("best rated paper", False), ("sort by rating", False), ("scores of reward models", False),
+    # a paper named with a possessive, or asked what it got
+    ("ok then, what is GEPA's mean rating", True), ("what rating did GEPA get?", True),
+    ("what is the model's scoring function?", False)])
 def test_a_question_about_the_ratings_of_papers_in_hand(text, asks):
     assert slots.asks_rating(text) is asks
 
