@@ -59,13 +59,17 @@ def topic_count(topic: str, papers: dict[str, Paper], texts: dict[str, str],
     of those how many in the title or keywords), over the papers ``filters`` admit.
     ``texts`` are the BM25 search texts (:meth:`rag.retrieve.Retriever.search_texts`)."""
     pattern = phrase_pattern(topic)
-    n = n_title = 0
-    for paper in matching(papers, filters):
-        if pattern.search(texts.get(paper.id, "")):
-            n += 1
-            head = normalise(paper.title) + " " + " ".join(normalise(k) for k in paper.keywords)
-            n_title += bool(pattern.search(head))
-    return n, n_title
+    found = topic_matches(topic, papers, texts, filters)
+    heads = (normalise(p.title) + " " + " ".join(normalise(k) for k in p.keywords) for p in found)
+    return len(found), sum(bool(pattern.search(h)) for h in heads)
+
+
+def topic_matches(topic: str, papers: dict[str, Paper], texts: dict[str, str],
+                  filters: Filters | None) -> list[Paper]:
+    """The papers :func:`topic_count` counts (title, keywords or abstract contain ``topic``,
+    :func:`phrase_pattern`), among those ``filters`` admit, in the index's order."""
+    pattern = phrase_pattern(topic)
+    return [p for p in matching(papers, filters) if pattern.search(texts.get(p.id, ""))]
 
 
 def status_breakdown(papers: Sequence[Paper]) -> str:

@@ -381,6 +381,21 @@ def _matched_before(prev: Turn, retriever: Retriever) -> list[Paper]:
     return facets.by_rating(facets.matching(retriever.papers, wanted))
 
 
+def _counted_before(prev: Turn, retriever: Retriever) -> list[Paper]:
+    """Every paper a previous count of a topic counted (:func:`rag.facets.topic_matches`: "34
+    papers contain the phrase ..."), best rated first; ``[]`` when it was no such count."""
+    plan = prev.plan or {}
+    topic = plan.get("topic") or plan.get("query") or ""
+    if prev.kind != "count" or plan.get("papers") != "search" or not has_topic(topic):
+        return []
+    try:
+        used = Filters.parse(plan.get("filters") or []) if plan.get("filters") else None
+    except FilterError:
+        return []
+    return facets.by_rating(facets.topic_matches(topic, retriever.papers,
+                                                 retriever.search_texts(), used))
+
+
 def _from_previous(plan: Plan, source: str, prev: Turn, used: Filters, retriever: Retriever,
                    settings: Settings, k: int, notes: list) -> Selection:
     shown = prev.shown
@@ -411,10 +426,15 @@ def _from_previous(plan: Plan, source: str, prev: Turn, used: Filters, retriever
                  else "the one paper of the previous answer")
         whole = _matched_before(prev, retriever) if plan.op in _WHOLE_SET_OPS and \
             not picked else []
+        counted = _counted_before(prev, retriever) if plan.op in _WHOLE_SET_OPS and \
+            not picked and not whole else []
         if whole and len(whole) >= len(shown):  # all it found, shown or not: a whole set
             papers = whole
             if len(whole) > len(shown):  # "how many of those are orals?" after "the RL orals"
                 scope = f"the {len(papers):,} papers the previous answer found"
+        elif len(counted) > len(shown):  # "how many of those are orals?" after "how many
+            papers = counted  # papers on X?": of the 34 it counted, not the 10 it showed
+            scope = f"the {len(papers):,} papers the previous answer counted"
     plan.ids = [p.id for p in papers]
     total = len(papers)
     kept = [p for p in papers if not used or used.matches(p)]

@@ -613,3 +613,24 @@ def test_the_same_but_for_another_area_after_a_pick_is_that_area(accepted_ask):
     assert not ans.refused and ans.plan["papers"] == "catalog"
     assert "primary_area=learning theory" in ans.plan["filters"]
     assert ans.hits[0].paper.rating["mean"] == worst
+
+
+@pytest.mark.slow
+def test_how_many_of_those_after_a_topic_count_counts_all_it_counted(accepted_ask):
+    """"how many of those are orals?" after "how many papers about X?" counts among every
+    paper the first count counted (34), not the 10 it showed; the expected figures come from
+    the data file with a plain regex of the phrase (plural, as asked)."""
+    import re
+
+    phrase = re.compile(r"diffusion[- ]language[- ]models", re.I)
+    texts = {p["id"]: " ".join([p["title"], *(p.get("keywords") or []), p["abstract"]])
+             for p in _accepted()}
+    counted = [p for p in _accepted() if phrase.search(texts[p["id"]])]
+    orals = [p for p in counted if "oral" in p["status"].lower()]
+    first, history = accepted_ask("how many papers about diffusion language models?")
+    assert first.kind == "count" and first.text.startswith(f"{len(counted)} of the")
+    assert len(first.hits) < len(counted)
+    ans, _ = accepted_ask("how many of those are orals", history)
+    assert ans.kind == "count"
+    assert ans.text.startswith(f"{len(orals)} of the {len(counted)} papers")
+    assert sorted(h.id for h in ans.hits) == sorted(p["id"] for p in orals)
