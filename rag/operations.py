@@ -445,7 +445,9 @@ def _from_previous(plan: Plan, source: str, prev: Turn, used: Filters, retriever
     if used and not kept:
         what = facets.describe(used)
         said_at = len(notes)
-        notes.append(note(f"None of {scope} matches {what}; a new search for them instead:"))
+        # after the direct line ("19 of the most relevant papers on this topic match ..."):
+        notes.append(note(f"None of {scope} matches {what}, so these come from a new search "
+                          "for the previous question:"))
         from rag.refusal import MIN_DENSE
 
         fresh = replace(plan, papers="search", query=prev.standalone or prev.question)
