@@ -52,7 +52,8 @@ ASPECT_POOL = 30
 FOLLOWUP_RUNNER_UP_RANK = 3
 #: Neighbours a "similar papers" answer lists.
 SIMILAR_K = 8
-#: Papers a comparison of "the previous answer's papers" takes when the turn names no number.
+#: Papers a comparison of "the previous answer's papers" takes when the turn names no number
+#: and they are more than :data:`COMPARE_MAX` (all of them when they are fewer).
 COMPARE_DEFAULT = 3
 #: Most papers one table compares.
 COMPARE_MAX = 5
@@ -422,6 +423,12 @@ def _from_previous(plan: Plan, source: str, prev: Turn, used: Filters, retriever
         # the runners-up shown below them nor every RL paper
         picked = prev.plan.get("op") == "extreme" and bool(prev.plan.get("n"))
         papers = prev.discussed if picked else shown
+        over = [retriever.papers[i] for i in prev.plan.get("ids") or [] if i in retriever.papers]
+        if prev.plan.get("op") == "extreme" and plan.op in ("extreme", "sort") and \
+                len(over) > len(papers):
+            # "and the worst?" after "best one?": of the set the best was picked from, not
+            # of the one paper shown
+            papers, picked = over, False
         scope = (f"the {len(papers)} papers of the previous answer" if len(papers) != 1
                  else "the one paper of the previous answer")
         whole = _matched_before(prev, retriever) if plan.op in _WHOLE_SET_OPS and \
@@ -477,8 +484,10 @@ def _from_previous(plan: Plan, source: str, prev: Turn, used: Filters, retriever
         # leaves the set as it was, so "how many does it have in total?" still counts the area
         sel.matched = list(prev.matched_filters)
     if plan.op == "compare":
+        # "compare them" after 4 papers: all 4; after 15, the first COMPARE_DEFAULT
+        few = len(hits) <= COMPARE_MAX
         sel.columns = min(len(hits), COMPARE_MAX) if source != "previous" else \
-            min(len(hits), plan.n or COMPARE_DEFAULT, COMPARE_MAX)
+            min(len(hits), plan.n or (COMPARE_MAX if few else COMPARE_DEFAULT), COMPARE_MAX)
     if source == "focus" and plan.op in ("describe", "number", "authors", "lookup") \
             and len(kept) == 1:
         _add_runner_up(sel, plan, prev, retriever, settings, k, used)
@@ -660,6 +669,9 @@ class Outcome:
     #: Composed about the papers ``about`` names, from the conversation (a follow-up on them, or
     #: a description of "the third one": kind ``describe``), not about the best match.
     focused: bool = False
+    #: The papers were found but the list cannot say what was asked of them ("who wrote it?"
+    #: in a list without author names): the answer says so and counts as a refusal.
+    refused: bool = False
 
 
 def run(plan: Plan, sel: Selection, retriever: Retriever, settings: Settings) -> Outcome:
@@ -742,8 +754,9 @@ def _run(plan: Plan, sel: Selection, retriever: Retriever, settings: Settings) -
         shown = hits[:plan.n] if plan.n else hits  # "show me 5 oral papers on X": five
         return Outcome(compose.compose("survey", plan.query, shown, embedder,
                                        min_dense=MIN_DENSE), "survey", shown, prose=True)
-    if op == "authors":
-        return Outcome(compose.compose("authors", plan.query, hits, embedder), "authors", hits)
+    if op == "authors":  # refused when the list names no authors (ICLR 2026: anonymous)
+        return Outcome(compose.compose("authors", plan.query, hits, embedder), "authors", hits,
+                       refused=not hits[0].paper.authors)
     if op == "number" and sel.searched and plan.papers == "search":
         return Outcome(compose.compose("number", plan.query, hits, embedder), "number", hits)
     if op == "lookup" and plan.papers in ("previous", "focus") and len(hits) > 1 and \
@@ -880,9 +893,10 @@ def _rated(plan: Plan, sel: Selection, retriever: Retriever) -> Outcome:
         else:
             head = (f"The {len(chosen)} {word}-rated of {sel.scope}{rule}"
                     f"{' (ties at the cut included)' if ties else ''}:")
-        rest = [p for p in ordered if p not in chosen][:CATALOG_SHOWN]
-        new_hits = _as_hits(chosen[:CATALOG_SHOWN] + rest)
+        # the papers asked for (and those tied with them), not the rest of the order: "best
+        # one?" shows one paper
         chosen = chosen[:CATALOG_SHOWN]
+        new_hits = _as_hits(chosen)
         out = [direct(head, list(range(1, len(chosen) + 1)))]
         out += [facets.rated_item(h, i, None) for i, h in enumerate(new_hits[:len(chosen)], 1)]
         return Outcome(out, "extreme", new_hits, about=list(range(1, len(chosen) + 1)))

@@ -199,7 +199,9 @@ def assemble(text: str, papers: str, op: str, aspect: str, found: TurnSlots,
         plan.positions = [1]
         plan.confidence = min(plan.confidence, round(UNSURE_BELOW / 2, 4))
     if papers == "named":
-        plan.names = list(dict.fromkeys([w for w, _, _ in found.names] + found.quoted)) or \
+        said = [w for w, _, _ in found.names if not any(  # (a name inside a quoted title: once)
+            w.strip(" '\"‘’“”").lower() in q.lower() for q in found.quoted)]
+        plan.names = list(dict.fromkeys(said + found.quoted)) or \
             [query]  # described, not named: "the one about medical segmentation"
         plan.ids = named_ids(found)
     if op == "compare" and found.sides:

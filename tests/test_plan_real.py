@@ -634,3 +634,42 @@ def test_how_many_of_those_after_a_topic_count_counts_all_it_counted(accepted_as
     assert ans.kind == "count"
     assert ans.text.startswith(f"{len(orals)} of the {len(counted)} papers")
     assert sorted(h.id for h in ans.hits) == sorted(p["id"] for p in orals)
+
+
+@pytest.mark.slow
+def test_the_best_one_shows_one_and_the_worst_is_of_the_same_set(accepted_ask):
+    """"best one?" after a search answers with its best-rated paper only (ties included), and
+    "and the worst?" then picks from the same papers, not from the one shown."""
+    first, history = accepted_ask("protein design with generative models")
+    means = [h.paper.rating["mean"] for h in first.hits if h.paper.rating]
+    best, history = accepted_ask("best one?", history)
+    assert best.kind == "extreme" and best.hits
+    assert len(best.hits) == means.count(max(means))
+    assert all(h.paper.rating["mean"] == max(means) for h in best.hits)
+    worst, _ = accepted_ask("and the worst?", history)
+    assert worst.kind == "extreme" and worst.hits
+    assert all(h.paper.rating["mean"] == min(means) for h in worst.hits)
+
+
+@pytest.mark.slow
+def test_compare_them_after_a_few_papers_compares_all_of_them(accepted_ask):
+    """"compare them" after the 4 orals of an area: a table of all 4 (at most 5 fit one)."""
+    area = "applications to neuroscience & cognitive science"
+    orals = {p["id"] for p in _accepted() if p["primary_area"] == area
+             and "oral" in p["status"].lower()}
+    assert 2 <= len(orals) <= 5
+    listed, history = accepted_ask("orals in neuroscience & cog sci")
+    assert {h.id for h in listed.hits} == orals
+    ans, _ = accepted_ask("compare them", history)
+    assert ans.kind == "compare" and set(ans.comparison_ids) == orals
+
+
+@pytest.mark.slow
+def test_who_wrote_it_is_refused_in_an_anonymous_list_and_the_paper_stays(accepted_ask):
+    """ICLR 2026's list names no authors: "who wrote X?" is refused (with the paper found),
+    and the next turn is still about that paper."""
+    ans, history = accepted_ask("who wrote 'LLMs Get Lost In Multi-Turn Conversation'?")
+    assert ans.refused and ans.kind == "authors" and ans.hits[0].id == "VKGTGGcwl6"
+    assert "no author names" in ans.text
+    nxt, _ = accepted_ask("what does it find?", history)
+    assert nxt.hits[0].id == "VKGTGGcwl6" and not nxt.refused
