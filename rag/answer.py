@@ -314,7 +314,7 @@ def answer_stream(question: str, *, retriever: Retriever, generator: Generator,
     yield DoneEvent(Answer(
         question, standalone, text, citations_for(sentences, hits), hits,
         sentences=sentences, comparison=table.rows if table is not None else None,
-        timings_ms=timings, mode=used, kind=kind, refused=done.refused,
+        timings_ms=timings, mode=used, kind=kind,
         comparison_ids=[c.hit.id for c in table.columns] if table is not None else [],
         unsupported=unsupported, model=model, filters_applied=applied,
         about_ids=[hits[n - 1].id for n in done.about if 1 <= n <= len(hits)],

@@ -64,11 +64,10 @@ def last_with_papers(history: Sequence[Turn]) -> Turn | None:
 def turn_after(answer) -> Turn:
     """The :class:`Turn` an :class:`rag.types.Answer` leaves for follow-ups: the papers it is
     about (``answer.about_ids``, in that order) then its other cited papers, else its hits (none
-    for a refusal: no paper is under discussion, except after "who wrote it?" in a list without
-    authors, refused though its paper was found). ``focus`` is the number of papers it is about
+    for a refusal: no paper is under discussion). ``focus`` is the number of papers it is about
     (at least 1). The UI's history, ``paperchat chat`` and ``paperchat eval`` all keep this."""
     plan = answer.plan or {}
-    if answer.refused and answer.kind != "authors":
+    if answer.refused:
         return Turn(answer.question, answer.standalone_question, [], kind=answer.kind, plan=plan)
     by_id = {h.id: h.paper for h in answer.hits}
     about = [by_id[i] for i in dict.fromkeys(answer.about_ids) if i in by_id]

@@ -669,9 +669,6 @@ class Outcome:
     #: Composed about the papers ``about`` names, from the conversation (a follow-up on them, or
     #: a description of "the third one": kind ``describe``), not about the best match.
     focused: bool = False
-    #: The papers were found but the list cannot say what was asked of them ("who wrote it?"
-    #: in a list without author names): the answer says so and counts as a refusal.
-    refused: bool = False
 
 
 def run(plan: Plan, sel: Selection, retriever: Retriever, settings: Settings) -> Outcome:
@@ -754,9 +751,8 @@ def _run(plan: Plan, sel: Selection, retriever: Retriever, settings: Settings) -
         shown = hits[:plan.n] if plan.n else hits  # "show me 5 oral papers on X": five
         return Outcome(compose.compose("survey", plan.query, shown, embedder,
                                        min_dense=MIN_DENSE), "survey", shown, prose=True)
-    if op == "authors":  # refused when the list names no authors (ICLR 2026: anonymous)
-        return Outcome(compose.compose("authors", plan.query, hits, embedder), "authors", hits,
-                       refused=not hits[0].paper.authors)
+    if op == "authors":
+        return Outcome(compose.compose("authors", plan.query, hits, embedder), "authors", hits)
     if op == "number" and sel.searched and plan.papers == "search":
         return Outcome(compose.compose("number", plan.query, hits, embedder), "number", hits)
     if op == "lookup" and plan.papers in ("previous", "focus") and len(hits) > 1 and \

@@ -80,8 +80,10 @@ _TIER_ALONE = re.compile(r"\b(?:(?:among|in|from|of)\s+(?:the\s+)?(orals|spotlig
                          r"amongst|rated|scored|then|count|w/?)(?!\w))|"
                          # "same but posters", "and then the posters?": the tier ends the turn
                          r"\b(?:but|and|then|now|just|only|the)\s+(posters)\s*[?.!]*\s*$|"
-                         # "spotlight count?", "oral total": the tier counted
+                         # "spotlight count?", "oral total": the tier counted; "which learning
+                         # theory oral has the lowest rating": the tier, then what it has
                          r"\b(oral|spotlight|poster)\s+(?:count|total|number)\b|"
+                         r"\b(oral|spotlight)(?=\s+(?:has|had|is|was|got|gets|received|with)\b)|"
                          r"(?<=\bthe\s)(oral|poster|spotlight)(?=\s+(?:with|that|which|among)\b)|"
                          # "oral?" "the spotlight ones"
                          r"(oral|spotlight)\b(?=\s*(?:[?.!,;]|$|ones?\b))|"

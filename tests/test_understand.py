@@ -211,6 +211,9 @@ SAFETY = "primary_area=alignment, fairness, safety, privacy, and societal consid
     ("posters among them - how many?", ["status=poster"], None),
     ("same but posters", ["status=poster"], None), ("spotlight count?", ["status=spotlight"], None),
     ("papers on generating academic posters", [], None),
+    ("which learning theory oral has the lowest average rating?",
+     ["status=oral", "primary_area=learning theory"], None),
+    ("oral cancer has many forms", [], None),
     # thresholds in words, or "at or below"; "rated 5 papers" counts papers
     ("Please, only the ones with a rating of at least six.", ["rating>=6"], "only the ones."),
     ("how many of these have a rating at or below 5", ["rating<=5"], None),
