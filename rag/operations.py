@@ -96,6 +96,21 @@ class Selection:
 
 
 # --- a refine is the previous plan with one change -------------------------------------------
+#: Words that name an aspect (rag.plan.ASPECTS) or ask for one, and nothing else.
+_ASPECT_TERMS = frozenset("metric metrics measure measures dataset datasets benchmark benchmarks "
+                          "data limitation limitations weakness weaknesses drawback drawbacks "
+                          "result results finding findings approach approaches method methods "
+                          "technique techniques evaluate evaluated evaluation use used what "
+                          "which how about and the their its they them those these".split())
+
+
+def _beyond_aspect(text: str) -> bool:
+    """True when ``text`` says more than an aspect ("and what metrics?" says nothing more;
+    "metrics for speech models" names a new subject)."""
+    words = re.findall(r"[a-z0-9]+", text.lower())
+    return any(w not in _ASPECT_TERMS for w in words)
+
+
 def resolve_refine(plan: Plan, history: Sequence[Turn], areas: Sequence[str] = ()) -> Plan:
     """A ``refine`` plan made concrete: the previous turn's plan with the new subject
     (``plan.topic``: "Which papers study KV cache compression?" then "And for vision
@@ -125,6 +140,13 @@ def resolve_refine(plan: Plan, history: Sequence[Turn], areas: Sequence[str] = (
     query = base.query or prev.standalone or prev.question
     earlier = base.subject
     subject = plan.topic if plan.topic and plan.topic != plan.query else ""
+    if plan.aspect and base.aspect and plan.aspect != base.aspect and \
+            not _beyond_aspect(plan.topic or plan.query):
+        # "and what metrics?" after "what datasets are used to evaluate X?": the same papers'
+        # other aspect, not a search for the words "what metrics"
+        return replace(base, aspect=plan.aspect, positions=list(base.positions),
+                       confidence=plan.confidence, said=plan.said, notes=plan.notes,
+                       dropped=plan.dropped)
     if subject and _ORDER_ONLY.fullmatch(subject) and base.op in ("sort", "extreme"):
         # "and the lowest?" after the best-rated paper: the same papers, the other end
         return replace(base, order="rating_asc" if ascending(subject) else "rating_desc",
@@ -405,7 +427,9 @@ def _from_previous(plan: Plan, source: str, prev: Turn, used: Filters, retriever
         wanted = [n for n in plan.positions if n in prev.numbered]
         missing = [n for n in plan.positions if n not in prev.numbered]
         if missing:
-            notes.append(note(f"The previous answer showed {len(prev.numbered)} papers, so "
+            shown_n = len(prev.numbered)
+            notes.append(note(f"The previous answer showed {shown_n} "
+                              f"paper{'s' if shown_n != 1 else ''}, so "
                               f"{', '.join(f'[{n}]' for n in missing)} "
                               f"{'is' if len(missing) == 1 else 'are'} not among them."))
         if not wanted:  # "tell me about the 40th one" after 15: said, not another guessed

@@ -154,7 +154,10 @@ def read_turn(text: str, context: TurnContext, reader: TurnReader, *, areas: Seq
     if found.names and op != "similar" and any(
             _LIKE_NAME.search(text[:span[0]]) for _, span, ids in found.names if len(ids) == 1):
         papers, op = "named", "similar"  # "find me more papers like TangoFlux - ..."
-    aspect = max(probs["aspect"], key=probs["aspect"].get) if op in _ASPECT_OPS else ""
+    # (a refine's aspect is kept for the question it changes: "and what metrics?" after the
+    # datasets of X asks for the metrics of X; see rag.operations.resolve_refine)
+    aspect = max(probs["aspect"], key=probs["aspect"].get) \
+        if op in _ASPECT_OPS or op == "refine" else ""
     plan = assemble(text, papers, op, aspect, found, context,
                     confidence=best_p / total if total else 0.0)
     out = probs.get("scope", {}).get("out", 0.0)
@@ -215,8 +218,9 @@ def assemble(text: str, papers: str, op: str, aspect: str, found: TurnSlots,
         op = plan.op = "extreme"  # "the worst of them?": one paper, not an ordering
     if op in ("sort", "extreme"):
         plan.order = "rating_asc" if found.ascending else "rating_desc"
-    if op in ("extreme", "compare", "survey", "sort", "list", "cite") and found.count:
-        plan.n = found.count
+    if op in ("extreme", "compare", "survey", "sort", "list", "cite") and found.count and \
+            not (op == "compare" and papers == "positions" and len(plan.positions) >= 2):
+        plan.n = found.count  # ("how does the first one differ from the second": no "top 1")
     elif op in ("compare", "cite") and found.pair and papers == "focus":
         plan.n = 2  # "bibtex for both", "compare the two": see rag.operations._paired
     if op == "refine":
@@ -290,7 +294,8 @@ def _gold(row: dict) -> dict:
 
 
 def _mine(plan: Plan) -> dict:
-    return {"papers": plan.papers, "op": plan.op, "aspect": plan.aspect,
+    return {"papers": plan.papers, "op": plan.op,  # (the schema gives a refine no aspect)
+            "aspect": plan.aspect if plan.op != "refine" else "",
             "positions": plan.positions if plan.papers == "positions" else [],
             "filters": sorted(plan.filters),
             "order": plan.order if plan.op in ("sort", "extreme") else ""}

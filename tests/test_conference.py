@@ -221,6 +221,25 @@ def test_new_subject(question, subject):
     assert new_subject(question) == subject
 
 
+def test_a_refine_that_names_only_another_aspect_keeps_the_question():
+    """"and what metrics?" after the datasets used to evaluate X: the metrics of X, not a
+    search for "what metrics"; "and metrics for speech models?" names a new subject."""
+    from rag.history import Turn
+    from rag.operations import resolve_refine
+    from rag.plan import Plan
+
+    q = "What datasets are used to evaluate long-context LMs?"
+    asked = Plan("search", "survey", aspect="datasets", topic=q, query=q)
+    first = Turn(q, q, kind="survey", plan=asked.to_json())
+    metrics = resolve_refine(Plan("search", "refine", aspect="metrics", topic="what metrics",
+                                  query="what metrics?"), [first])
+    assert (metrics.op, metrics.aspect, metrics.query) == ("survey", "metrics", q)
+    speech = resolve_refine(Plan("search", "refine", aspect="metrics",
+                                 topic="metrics for speech models",
+                                 query="and metrics for speech models?"), [first])
+    assert "speech models" in speech.query
+
+
 def test_a_new_subject_replaces_the_previous_one_instead_of_stacking():
     from rag.history import Turn
     from rag.operations import resolve_refine
