@@ -302,6 +302,8 @@ def select(plan: Plan, history: Sequence[Turn], retriever: Retriever, settings: 
         paired = _paired(plan, source, prev, history)
         if paired is not prev:
             source = "focus"  # the two papers of the last two turns, not the cards shown
+        elif source == "positions":
+            paired = _list_with(plan.positions, prev, history, notes)
         sel = _from_previous(plan, source, paired, used, retriever, settings, k, notes)
     elif source == "named" and not plan.ids and not plan.sides and prev is not None and \
             _described(plan, prev, retriever):
@@ -402,6 +404,25 @@ def _matched_before(prev: Turn, retriever: Retriever) -> list[Paper]:
     except FilterError:
         return []
     return facets.by_rating(facets.matching(retriever.papers, wanted))
+
+
+def _list_with(positions: Sequence[int], prev: Turn, history: Sequence[Turn],
+               notes: list) -> Turn:
+    """The answer whose numbers ``positions`` are: ``prev``, or, when it showed fewer papers
+    and the answer just before it showed enough ("the BibTeX of the second one" after "which of
+    these are orals?" found one), that earlier one, said in a note."""
+    if not positions or all(n in prev.numbered for n in positions):
+        return prev
+    earlier = [t for t in history if t.numbered and t is not prev]
+    before = earlier[-1] if earlier else None
+    if before is None or history[-1] is not prev or not all(n in before.numbered for n in positions):
+        return prev
+    shown = len(prev.numbered)
+    notes.append(note(f"The previous answer showed {shown} paper{'s' if shown != 1 else ''}, so "
+                      f"{', '.join(f'[{n}]' for n in positions)} "
+                      f"{'is' if len(positions) == 1 else 'are'} taken from the answer before it "
+                      f"({len(before.numbered)} papers)."))
+    return before
 
 
 def _counted_before(prev: Turn, retriever: Retriever) -> list[Paper]:

@@ -469,3 +469,20 @@ def test_hostile_questions_are_read_quickly_without_errors(question):
     intent = read(question, areas=AREAS)
     assert time.perf_counter() - t0 < 2.0  # generous: measured 1-20 ms; a backtracking regex takes minutes
     assert all(len(s) < 200 for s in intent.filters.as_strings())
+
+
+def test_a_position_past_the_last_answer_is_taken_from_the_one_before(seed_papers):
+    """"the BibTeX of the second one" after "which of these are orals?" found one: [2] of the
+    15 before it, said in a note; a position no answer had stays missing."""
+    from rag.history import Turn
+    from rag.operations import _list_with
+
+    papers = list(seed_papers.values()) if isinstance(seed_papers, dict) else list(seed_papers)
+    survey = Turn("papers on X", numbered={n: p for n, p in enumerate(papers[:15], 1)},
+                  papers=papers[:15])
+    orals = Turn("which of these are orals?", numbered={1: papers[3]}, papers=[papers[3]])
+    notes: list = []
+    assert _list_with([2], orals, [survey, orals], notes) is survey
+    assert "taken from the answer before it (15 papers)" in notes[0].text
+    assert _list_with([1], orals, [survey, orals], []) is orals
+    assert _list_with([40], orals, [survey, orals], []) is orals
