@@ -176,7 +176,7 @@ def test_a_named_index_that_does_not_exist_says_how_to_build_it(settings, fake_e
 
 
 @pytest.mark.parametrize("plan,compared", [
-    (Plan("previous", "compare"), ["p1", "p2", "p3"]),          # "compare these papers"
+    (Plan("previous", "compare"), ["p1", "p2", "p3", "p4", "p5"]),  # "compare these" (all 5)
     (Plan("previous", "compare", n=2), ["p1", "p2"]),             # "compare the two papers"
     (Plan("positions", "compare", positions=[1, 3]), ["p1", "p3"]),  # "[1] vs [3]"
     (Plan("positions", "compare", positions=[2, 4]), ["p2", "p4"]),  # "compare paper 2 and 4"
@@ -192,6 +192,20 @@ def test_compare_the_previous_answers_papers(fake_index, plan, compared):
     sel = select(plan, [turn], retriever, settings, k=5, evidence=False)
     done = run(plan, sel, retriever, settings)
     assert done.kind == "compare" and [c.hit.id for c in done.table.columns] == compared
+
+
+def test_compare_these_after_more_papers_than_a_table_holds_takes_the_first_three(fake_index):
+    from rag.operations import COMPARE_DEFAULT, COMPARE_MAX, run, select
+
+    settings, retriever = fake_index
+    papers = [Paper(f"q{i}", f"Title {i}", f"Abstract {i} about graphs.")
+              for i in range(1, COMPARE_MAX + 3)]
+    retriever.papers.update({p.id: p for p in papers})
+    turn = Turn("q", papers=papers, focus=1, numbered=dict(enumerate(papers, start=1)))
+    plan = Plan("previous", "compare")
+    done = run(plan, select(plan, [turn], retriever, settings, k=10, evidence=False), retriever,
+               settings)
+    assert [c.hit.id for c in done.table.columns] == [p.id for p in papers[:COMPARE_DEFAULT]]
 
 
 @pytest.mark.parametrize("positions,ids,note", [
