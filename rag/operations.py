@@ -32,7 +32,7 @@ from rag.compose import direct, heading, item, note
 from rag.filters import FilterError, Filters
 from rag.plan import Plan
 from rag.names import fold
-from rag.slots import has_topic
+from rag.slots import has_topic, names_only_an_aspect
 from rag.text import normalise
 from rag.types import AnswerSentence, Hit, Paper
 
@@ -96,21 +96,6 @@ class Selection:
 
 
 # --- a refine is the previous plan with one change -------------------------------------------
-#: Words that name an aspect (rag.plan.ASPECTS) or ask for one, and nothing else.
-_ASPECT_TERMS = frozenset("metric metrics measure measures dataset datasets benchmark benchmarks "
-                          "data limitation limitations weakness weaknesses drawback drawbacks "
-                          "result results finding findings approach approaches method methods "
-                          "technique techniques evaluate evaluated evaluation use used what "
-                          "which how about and the their its they them those these".split())
-
-
-def _beyond_aspect(text: str) -> bool:
-    """True when ``text`` says more than an aspect ("and what metrics?" says nothing more;
-    "metrics for speech models" names a new subject)."""
-    words = re.findall(r"[a-z0-9]+", text.lower())
-    return any(w not in _ASPECT_TERMS for w in words)
-
-
 def resolve_refine(plan: Plan, history: Sequence[Turn], areas: Sequence[str] = ()) -> Plan:
     """A ``refine`` plan made concrete: the previous turn's plan with the new subject
     (``plan.topic``: "Which papers study KV cache compression?" then "And for vision
@@ -141,7 +126,7 @@ def resolve_refine(plan: Plan, history: Sequence[Turn], areas: Sequence[str] = (
     earlier = base.subject
     subject = plan.topic if plan.topic and plan.topic != plan.query else ""
     if plan.aspect and base.aspect and plan.aspect != base.aspect and \
-            not _beyond_aspect(plan.topic or plan.query):
+            names_only_an_aspect(plan.topic or plan.query):
         # "and what metrics?" after "what datasets are used to evaluate X?": the same papers'
         # other aspect, not a search for the words "what metrics"
         return replace(base, aspect=plan.aspect, positions=list(base.positions),
@@ -406,6 +391,12 @@ def _matched_before(prev: Turn, retriever: Retriever) -> list[Paper]:
     return facets.by_rating(facets.matching(retriever.papers, wanted))
 
 
+def _showed(prev: Turn) -> str:
+    """"The previous answer showed 15 papers" (or "1 paper")."""
+    n = len(prev.numbered)
+    return f"The previous answer showed {n} paper{'s' if n != 1 else ''}"
+
+
 def _list_with(positions: Sequence[int], prev: Turn, history: Sequence[Turn],
                notes: list) -> Turn:
     """The answer whose numbers ``positions`` are: ``prev``, or, when it showed fewer papers
@@ -417,9 +408,7 @@ def _list_with(positions: Sequence[int], prev: Turn, history: Sequence[Turn],
     before = earlier[-1] if earlier else None
     if before is None or history[-1] is not prev or not all(n in before.numbered for n in positions):
         return prev
-    shown = len(prev.numbered)
-    notes.append(note(f"The previous answer showed {shown} paper{'s' if shown != 1 else ''}, so "
-                      f"{', '.join(f'[{n}]' for n in positions)} "
+    notes.append(note(f"{_showed(prev)}, so {', '.join(f'[{n}]' for n in positions)} "
                       f"{'is' if len(positions) == 1 else 'are'} taken from the answer before it "
                       f"({len(before.numbered)} papers)."))
     return before
@@ -448,9 +437,7 @@ def _from_previous(plan: Plan, source: str, prev: Turn, used: Filters, retriever
         wanted = [n for n in plan.positions if n in prev.numbered]
         missing = [n for n in plan.positions if n not in prev.numbered]
         if missing:
-            shown_n = len(prev.numbered)
-            notes.append(note(f"The previous answer showed {shown_n} "
-                              f"paper{'s' if shown_n != 1 else ''}, so "
+            notes.append(note(f"{_showed(prev)}, so "
                               f"{', '.join(f'[{n}]' for n in missing)} "
                               f"{'is' if len(missing) == 1 else 'are'} not among them."))
         if not wanted:  # "tell me about the 40th one" after 15: said, not another guessed
@@ -468,12 +455,13 @@ def _from_previous(plan: Plan, source: str, prev: Turn, used: Filters, retriever
         # the runners-up shown below them nor every RL paper
         picked = prev.plan.get("op") == "extreme" and bool(prev.plan.get("n"))
         papers = prev.discussed if picked else shown
-        over = [retriever.papers[i] for i in prev.plan.get("ids") or [] if i in retriever.papers]
-        if prev.plan.get("op") == "extreme" and plan.op in ("extreme", "sort") and \
-                len(over) > len(papers):
+        if prev.plan.get("op") == "extreme" and plan.op in ("extreme", "sort"):
             # "and the worst?" after "best one?": of the set the best was picked from, not
             # of the one paper shown
-            papers, picked = over, False
+            over = [retriever.papers[i] for i in prev.plan.get("ids") or []
+                    if i in retriever.papers]
+            if len(over) > len(papers):
+                papers, picked = over, False
         scope = (f"the {len(papers)} papers of the previous answer" if len(papers) != 1
                  else "the one paper of the previous answer")
         whole = _matched_before(prev, retriever) if plan.op in _WHOLE_SET_OPS and \

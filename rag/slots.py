@@ -268,6 +268,21 @@ _NO_TOPIC = frozenset("some few sever coupl pl pleas thank good interest cool ni
                       "um uh hmm".split())
 
 
+#: Stemmed words that name an aspect (:data:`rag.plan.ASPECTS`) or point at what has one
+#: ("metrics", "limitations", "datasets they use"), as BM25 sees them.
+_ASPECT_ONLY = frozenset("metric measur dataset benchmark data limit weak drawback result find "
+                         "approach method techniqu evalu use about it its they them their those "
+                         "these".split())
+
+
+def names_only_an_aspect(text: str) -> bool:
+    """True when ``text`` asks for an aspect and names nothing else ("and what metrics?";
+    not "metrics for speech models"): :func:`has_topic`'s words, less the aspects'."""
+    from rag.lexical import query_terms
+
+    return not set(query_terms(text)) - _NO_TOPIC - _ASPECT_ONLY
+
+
 def has_topic(query: str) -> bool:
     """True when ``query`` (an :attr:`Intent.query`) names something to search for beyond
     "how many papers" / "list the papers"."""
@@ -556,8 +571,8 @@ def read_filters(question: str, *, areas: Sequence[str] = ()) -> FilterSlots:
             area = match_area(m.group("after"), areas)
             if area:
                 end = m.end()  # "of alignment, fairness and safety": the name's later parts too
+                own = re.findall(r"[a-z]+", area.lower())
                 for c in re.finditer(r",[\w ,&()/-]*?(?=[?!;,]|\.(?:\s|$)|$)", question[m.end():]):
-                    own = re.findall(r"[a-z]+", area.lower())
                     if not all(any(o.startswith(w[:5]) for o in own)
                                for w in _content_words(c.group())):
                         break  # ", sorted by rating": not a word of the area's name
