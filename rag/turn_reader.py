@@ -138,6 +138,8 @@ class TurnSlots:
     of_these: bool = False
     #: The turn points at something said before ("that", "them": :func:`rag.slots.refers_back`).
     refers_back: bool = False
+    #: The turn has a word that can ask for a rating order (:func:`rag.slots.orders_by_rating`).
+    orders_by_rating: bool = True
 
 
 def find_slots(text: str, context: TurnContext, areas: Sequence[str],
@@ -158,6 +160,7 @@ def find_slots(text: str, context: TurnContext, areas: Sequence[str],
     out.same_area = slots.same_area(text)
     out.of_these = slots.of_these(text)
     out.refers_back = slots.refers_back(text)
+    out.orders_by_rating = slots.orders_by_rating(text)
     return out
 
 

@@ -183,7 +183,10 @@ def test_facet_count_of_nothing_says_what_the_index_holds():
     ("how many machine unlearning papers are there?", "machine unlearning"),
     ("so how many works on GRPO were accepted?", "GRPO"),
     ("how many of the papers use LoRA?", "LoRA"),
-    ("how many papers in this index?", "")])
+    ("how many papers in this index?", ""),
+    # the query left once "orals" is read as a filter; a search's topic kept from before
+    ("how many on diffusion language models?", "diffusion language models"),
+    ("on diffusion language models", "diffusion language models")])
 def test_topic_of_a_count_question(question, topic):
     from rag.slots import count_topic, has_topic
 

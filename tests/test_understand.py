@@ -36,6 +36,9 @@ from tests.conftest import SEED, SHARED_DATA
     ("what's the third one about?", 8, [3]), ("the first paper about protein folding", 8, []),
     ("the third paper in your list - what is it about?", 8, [3]),
     ("the first paper in robotics to use world models", 8, []),
+    # two ordinals said together: both are positions, not only the one with "the"
+    ("explain the difference between the first and third", 15, [1, 3]),
+    ("first and 3rd", 15, [1, 3]), ("the first and second order methods", 15, [1]),
 ])
 def test_positions(text, n_previous, expected):
     assert slots.positions(text, n_previous)[0] == expected
@@ -79,6 +82,18 @@ def test_an_ordinal_past_tenth_is_its_number_and_a_fraction_is_none():
                                       ("the best papers", False), ("the most cited", False)])
 def test_one_paper_at_an_end_of_the_order(text, one):
     assert slots.one_superlative(text) is one
+
+
+@pytest.mark.parametrize("text,orders", [
+    ("Give me the 10 best-rated papers on video diffusion models.", True),
+    ("the top-rated one among these?", True), ("lowest-rated first please", True),
+    ("sort em by score", True), ("whats the wrost rated oral", True), ("rank them", True),
+    # a method or a property with an order word in it, no order asked (dev_hard devh-012)
+    ("best-of-N gets worse with more samples since picks exploit the scorer", False),
+    ("worst-case robustness of graph neural networks", False),
+    ("top-k routing in mixture-of-experts", False), ("lower bounds for sampling", False)])
+def test_a_word_that_can_ask_for_a_rating_order(text, orders):
+    assert slots.orders_by_rating(text) is orders
 
 
 @pytest.mark.parametrize("text,asks", [
@@ -361,6 +376,9 @@ NONE = TurnContext()
     ("how many papers were withdrawn", NONE, "catalog", "count"),
     ("highest rated paper in the whole list", NONE, "catalog", "extreme"),
     ("compare the top three papers on KV cache compression", NONE, "search", "compare"),
+    # no rating order asked: "best-of-N" is a method and "gets worse" its behaviour
+    ("best-of-N gets worse with more samples since picks exploit the scorer; penalize unusual "
+     "answers like a reversed novelty bonus?", NONE, "search", "survey"),
 ])
 def test_turns_nobody_wrote_rules_for(reader, seed_names, text, context, papers, op):
     from rag.understand import read_turn
