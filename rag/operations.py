@@ -236,6 +236,13 @@ def _as_hits(papers: Sequence[Paper], score: float = 1.0) -> list[Hit]:
     return [Hit(p, score - i / 1000) for i, p in enumerate(papers)]
 
 
+#: Operations that act on papers already shown ("cite them", "sort those"): with no earlier
+#: answer that showed papers there is nothing for them to act on.
+_ON_PAPERS_IN_HAND = ("cite", "sort", "extreme", "compare", "list", "similar")
+NOTHING_BEFORE_NOTE = ("No earlier answer in this conversation showed papers, so there are none "
+                       "to refer to here. Ask about a topic or name a paper.")
+
+
 def select(plan: Plan, history: Sequence[Turn], retriever: Retriever, settings: Settings, *,
            k: int, filters: Filters | None = None, evidence: bool = True) -> Selection:
     """The papers ``plan`` is about (see the module docstring). ``filters`` are the caller's
@@ -253,9 +260,23 @@ def select(plan: Plan, history: Sequence[Turn], retriever: Retriever, settings: 
     said, notes = list_notes(plan, said, retriever)
     used = (filters or Filters()).merged(said) if said else (filters or Filters())
     source = plan.papers
-    if source in ("previous", "focus", "positions") and (prev is None or not prev.numbered
-                                                         and not prev.papers):
+    pointless = source in ("previous", "focus", "positions") and (
+        prev is None or not prev.numbered and not prev.papers)
+    if pointless:
         source = "search"  # nothing to refer back to: the turn's own words are the search
+    topic_before = _searched_topic(prev)
+    if plan.op == "count" and source == "previous" and not said and topic_before and \
+            prev.kind != "count" and prev.matched_filters is None:
+        # "how many such papers in total?" after a search on X: the papers on X in the whole
+        # index (a topic count, with the search's filters), not the 15 the answer showed
+        notes.append(note(f"{_showed(prev)}; this counts every paper of the index on its "
+                          "topic."))
+        topic, before = topic_before
+        plan.papers, plan.query, plan.topic = "search", topic, topic
+        plan.filters = list(dict.fromkeys(before + plan.filters))
+        said = Filters.parse(plan.filters) if plan.filters else Filters()
+        used = (filters or Filters()).merged(said) if said else (filters or Filters())
+        source = "search"
     if source == "search" and not has_topic(plan.query) and (plan.op in (
             "count", "list", "sort", "extreme") or plan.op == "survey" and used):
         source = "catalog"  # "How many oral papers are there?": nothing left to search
@@ -270,6 +291,16 @@ def select(plan: Plan, history: Sequence[Turn], retriever: Retriever, settings: 
     elif plan.notes and not has_topic(plan.query) and not used:
         # another language with nothing to search in Latin script: said, not guessed
         sel = Selection([], refused=True, standalone=plan.said, notes=notes)
+    elif pointless and plan.op in _ON_PAPERS_IN_HAND:
+        # "cite all of them" when no answer of the conversation showed a paper: none to act
+        # on (a search of the words "cite all" gave five unrelated entries)
+        notes.append(note(NOTHING_BEFORE_NOTE))
+        sel = Selection([], refused=True, standalone=plan.said, notes=notes, explained=True)
+    elif source == "catalog" and not used and any(f.startswith("author=") for f in plan.filters):
+        # "papers by Yoshua Bengio" where the list has no author names (said in a note): no
+        # paper is picked out, so none is listed (it listed all 5,358, and "cite all of them"
+        # then gave 5,358 BibTeX entries)
+        sel = Selection([], refused=True, standalone=plan.said, notes=notes, explained=True)
     elif source == "catalog":
         sel = _catalog(plan, used, retriever, notes)
     elif source in ("previous", "focus") and plan.op in ("lookup", "describe", "survey") and \
@@ -414,17 +445,28 @@ def _list_with(positions: Sequence[int], prev: Turn, history: Sequence[Turn],
     return before
 
 
+def _searched_topic(prev: Turn | None) -> tuple[str, list[str]] | None:
+    """(topic, filters) of a previous answer that searched a topic (its plan's ``papers`` was
+    "search"), else ``None``."""
+    plan = (prev.plan or {}) if prev is not None else {}
+    topic = plan.get("topic") or plan.get("query") or ""
+    if plan.get("papers") != "search" or not has_topic(topic):
+        return None
+    try:
+        before = Filters.parse(plan.get("filters") or []) if plan.get("filters") else None
+    except FilterError:
+        return None
+    return topic, (before.as_strings() if before else [])
+
+
 def _counted_before(prev: Turn, retriever: Retriever) -> list[Paper]:
     """Every paper a previous count of a topic counted (:func:`rag.facets.topic_matches`: "34
     papers contain the phrase ..."), best rated first; ``[]`` when it was no such count."""
-    plan = prev.plan or {}
-    topic = plan.get("topic") or plan.get("query") or ""
-    if prev.kind != "count" or plan.get("papers") != "search" or not has_topic(topic):
+    searched = _searched_topic(prev)
+    if prev.kind != "count" or searched is None:
         return []
-    try:
-        used = Filters.parse(plan.get("filters") or []) if plan.get("filters") else None
-    except FilterError:
-        return []
+    topic, before = searched
+    used = Filters.parse(before) if before else None
     return facets.by_rating(facets.topic_matches(topic, retriever.papers,
                                                  retriever.search_texts(), used))
 

@@ -57,6 +57,35 @@ def test_a_count_from_the_catalog(ask):
     assert ans.kind == "count" and ans.text.startswith(f"{n} of the 19 papers")
 
 
+@pytest.mark.parametrize("follow_up", ["how many such papers are there in total?",
+                                       "how many papers on this are there overall?"])
+def test_how_many_such_papers_after_a_search_counts_its_topic_in_the_whole_list(ask, follow_up):
+    import re
+
+    first, history = ask("Which papers are about optimization?")
+    ans, _ = ask(follow_up, history)
+    topic = ans.plan["topic"]
+    assert ans.kind == "count" and ans.plan["papers"] == "search" and topic.strip()
+    # the rule the answer states: the phrase in the title, keywords or abstract (computed here)
+    # (each word with an optional plural "s", as the rule says)
+    phrase = re.compile(r"(?<!\w)" + r"[\s-]+".join(re.escape(w) + "(?:e?s)?"
+                                                     for w in re.findall(r"[\w+]+", topic.lower()))
+                        + r"(?!\w)")
+    n = sum(1 for p in _seed() if phrase.search(" ".join(
+        [p["title"], " ".join(p.get("keywords") or []), p["abstract"]]).lower()))
+    assert ans.text.startswith(f"{n} of the 19 papers in this index contain the phrase")
+    assert f"The previous answer showed {len(first.hits)} papers" in ans.text
+
+
+def test_papers_by_an_author_the_list_cannot_name_lists_none_and_cite_them_cites_none(ask):
+    assert not any(p.get("authors") for p in _seed())  # (anonymous, as ICLR 2026's list)
+    ans, history = ask("papers by Yoshua Bengio")
+    assert not ans.hits and "no author names" in ans.text
+    cited, _ = ask("cite all of them", history)
+    assert not cited.hits and "@inproceedings" not in cited.text
+    assert "No earlier answer in this conversation showed papers" in cited.text
+
+
 def test_bibtex_of_the_second_one(ask):
     first, history = ask("Which papers are about optimization?")
     ans, _ = ask("Give me the BibTeX of the second one", history)
