@@ -264,18 +264,17 @@ def select(plan: Plan, history: Sequence[Turn], retriever: Retriever, settings: 
         prev is None or not prev.numbered and not prev.papers)
     if pointless:
         source = "search"  # nothing to refer back to: the turn's own words are the search
-    topic_before = _searched_topic(prev)
-    if plan.op == "count" and source == "previous" and not said and topic_before and \
-            prev.kind != "count" and prev.matched_filters is None:
+    if plan.op == "count" and source == "previous" and not said and prev.kind != "count" and \
+            prev.matched_filters is None and (searched := _searched_topic(prev)):
         # "how many such papers in total?" after a search on X: the papers on X in the whole
         # index (a topic count, with the search's filters), not the 15 the answer showed
         notes.append(note(f"{_showed(prev)}; this counts every paper of the index on its "
                           "topic."))
-        topic, before = topic_before
+        topic, before = searched
         plan.papers, plan.query, plan.topic = "search", topic, topic
-        plan.filters = list(dict.fromkeys(before + plan.filters))
-        said = Filters.parse(plan.filters) if plan.filters else Filters()
-        used = (filters or Filters()).merged(said) if said else (filters or Filters())
+        if before:
+            plan.filters = list(dict.fromkeys(before.as_strings() + plan.filters))
+            used = used.merged(before)
         source = "search"
     if source == "search" and not has_topic(plan.query) and (plan.op in (
             "count", "list", "sort", "extreme") or plan.op == "survey" and used):
@@ -445,18 +444,17 @@ def _list_with(positions: Sequence[int], prev: Turn, history: Sequence[Turn],
     return before
 
 
-def _searched_topic(prev: Turn | None) -> tuple[str, list[str]] | None:
-    """(topic, filters) of a previous answer that searched a topic (its plan's ``papers`` was
-    "search"), else ``None``."""
-    plan = (prev.plan or {}) if prev is not None else {}
+def _searched_topic(prev: Turn) -> tuple[str, Filters | None] | None:
+    """(topic, its filters or ``None``) of a previous answer that searched a topic (its plan's
+    ``papers`` was "search"), else ``None``."""
+    plan = prev.plan or {}
     topic = plan.get("topic") or plan.get("query") or ""
     if plan.get("papers") != "search" or not has_topic(topic):
         return None
     try:
-        before = Filters.parse(plan.get("filters") or []) if plan.get("filters") else None
+        return topic, Filters.parse(plan["filters"]) if plan.get("filters") else None
     except FilterError:
         return None
-    return topic, (before.as_strings() if before else [])
 
 
 def _counted_before(prev: Turn, retriever: Retriever) -> list[Paper]:
@@ -465,8 +463,7 @@ def _counted_before(prev: Turn, retriever: Retriever) -> list[Paper]:
     searched = _searched_topic(prev)
     if prev.kind != "count" or searched is None:
         return []
-    topic, before = searched
-    used = Filters.parse(before) if before else None
+    topic, used = searched
     return facets.by_rating(facets.topic_matches(topic, retriever.papers,
                                                  retriever.search_texts(), used))
 

@@ -745,6 +745,17 @@ _SAME_AREA = re.compile(r"\b(?:in|from|of|within|to)\s+(?:that|this|the\s+same|t
 _REFERS_BACK = re.compile(r"\b(?:that|those|these|them|they|it)\b", re.I)
 
 
+#: Words that point at the topic just searched ("how many such papers overall?", "on this").
+_POINTS_AT_TOPIC = re.compile(r"\bsuch\b|\b(?:on|about)\s+(?:this|that)\b|"
+                              r"\b(?:this|that)\s+topic\b", re.I)
+
+
+def points_at_topic(text: str) -> bool:
+    """True when ``text`` points at the topic searched before ("how many such papers
+    overall?", "papers on this in RL", "this topic")."""
+    return bool(_POINTS_AT_TOPIC.search(text))
+
+
 def refers_back(text: str) -> bool:
     """True when ``text`` points at something said before ("how many is that in total?")."""
     return bool(_REFERS_BACK.search(text))
@@ -785,6 +796,12 @@ _ORDINAL_PAIR = re.compile(rf"\b({_ORD}|\d{{1,2}}(?:st|nd|rd|th))\s+(?:and|&|or|
                            r"rounds?|phases?|parts?|versions?|layers?|years?)\b)", re.I)
 
 
+def _ordinal_number(word: str) -> int:
+    """The number an ordinal says: "third" -> 3, "12th" -> 12 ("12th" is not in _ORDINAL: its
+    digits say the number; "1/50th" is no position, see _BY_ORDINAL)."""
+    return _ORDINAL.get(word.lower()) or int(re.match(r"\d+", word).group())
+
+
 def positions(text: str, n_previous: int = 0) -> tuple[list[int], list[tuple[int, int]]]:
     """Papers of the previous answer named by number in ``text``, in the turn's order without
     repeats, and the character spans that named them: "[3]", "#2", "paper 4", "the second one",
@@ -798,14 +815,12 @@ def positions(text: str, n_previous: int = 0) -> tuple[list[int], list[tuple[int
         found.append((m.start(), n))
         spans.append(m.span())
     for m in _BY_ORDINAL.finditer(text):
-        word = next(g for g in m.groups() if g)
-        # "12th" is not in _ORDINAL: its digits say the number ("1/50th" is no position)
-        found.append((m.start(), _ORDINAL.get(word.lower()) or int(re.match(r"\d+", word).group())))
+        found.append((m.start(), _ordinal_number(next(g for g in m.groups() if g))))
         spans.append(m.span())
     for m in _ORDINAL_PAIR.finditer(text):  # "the first and third", "first and 3rd"
         if any(a < m.end() and m.start() < b for a, b in spans):
-            for i, word in ((m.start(1), m.group(1)), (m.start(2), m.group(2))):
-                found.append((i, _ORDINAL.get(word.lower()) or int(re.match(r"\d+", word).group())))
+            found += [(m.start(1), _ordinal_number(m.group(1))),
+                      (m.start(2), _ordinal_number(m.group(2)))]
             spans.append(m.span())
     if n_previous:
         for m in _BARE_LIST.finditer(text):  # "2, 5 and 6", "1 and 3 bibtex pls"
@@ -1107,7 +1122,7 @@ def count_topic(question: str) -> str:
     lead is returned without its trailer."""
     m = _COUNT_LEAD.match(question)
     if not m:
-        return _TOPIC_LEAD.sub("", _TRAILER.sub("", question).strip(" ,;:"))
+        return topic_phrase(_TRAILER.sub("", question).strip(" ,;:"))
     pre = _COUNT_SET.sub("", m.group("pre")).strip()
     rest = _TRAILER.sub("", question[m.end():]).strip(" ,;:")
     return " ".join(x for x in (pre, rest) if x)

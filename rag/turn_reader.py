@@ -140,6 +140,8 @@ class TurnSlots:
     refers_back: bool = False
     #: The turn has a word that can ask for a rating order (:func:`rag.slots.orders_by_rating`).
     orders_by_rating: bool = True
+    #: The turn points at the topic searched before (:func:`rag.slots.points_at_topic`).
+    points_at_topic: bool = False
 
 
 def find_slots(text: str, context: TurnContext, areas: Sequence[str],
@@ -161,6 +163,7 @@ def find_slots(text: str, context: TurnContext, areas: Sequence[str],
     out.of_these = slots.of_these(text)
     out.refers_back = slots.refers_back(text)
     out.orders_by_rating = slots.orders_by_rating(text)
+    out.points_at_topic = slots.points_at_topic(text)
     return out
 
 

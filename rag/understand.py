@@ -91,7 +91,7 @@ def compatible(papers: str, op: str, context: TurnContext, found: TurnSlots | No
         return False
     if found is not None and papers in ("previous", "focus") and op == "count" and \
             _WHOLE_LIST.search(found.filters.question) and not found.refers_back and \
-            not _SUCH.search(found.filters.question) and \
+            not found.points_at_topic and \
             not found.filters.filters and not found.of_these and \
             not slots.has_topic(_WHOLE_LIST.sub(" ", found.filters.query)):
         return False  # "how many papers are in the whole index?" after a topic: the whole list
@@ -101,7 +101,7 @@ def compatible(papers: str, op: str, context: TurnContext, found: TurnSlots | No
         return False  # "was it an oral?" asks a fact of the papers in hand
     if papers == "catalog" and op in _ONE_PAPER_OPS:
         return False
-    if found is not None and context.has_previous and _SUCH.search(found.filters.question) and \
+    if found is not None and found.points_at_topic and context.has_previous and \
             (papers == "catalog" or papers == "search" and op == "count"):
         return False  # "how many such papers overall?": the topic before, not the whole list
     if found is not None and op in ("sort", "extreme") and not found.orders_by_rating:
@@ -116,8 +116,6 @@ def compatible(papers: str, op: str, context: TurnContext, found: TurnSlots | No
 _WHICH = re.compile(r"\bwhich\b", re.I)
 #: A count said by rating ("the best one", "worst 3"), not by place ("the first two", "top 3").
 _BY_RATING = re.compile(r"\b(?:best|worst|highest|lowest|strongest|weakest)\b", re.I)
-#: Words that point at the topic just searched ("how many such papers overall?", "on this").
-_SUCH = re.compile(r"\bsuch\b|\b(?:on|about)\s+(?:this|that)\b|\b(?:this|that)\s+topic\b", re.I)
 #: Words that ask about the whole index rather than the papers in hand.
 _WHOLE_LIST = re.compile(r"\b(?:whole|entire|index|conference|iclr|corpus|overall)\b", re.I)
 #: "survey of methods for X - A vs B vs C": a survey asked for in so many words.
