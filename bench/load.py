@@ -51,7 +51,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 VENV_BIN = Path(sys.executable).parent
 DEV_SET = ROOT.parent / "shared" / "eval" / "dev_hard.jsonl"
-#: Follow-ups asked after each first question (read against it by rag.understand).
+#: Follow-ups asked after each first question (read against it by rag.understand.read).
 FOLLOWUPS = ["What dataset does it evaluate on?", "How does it compare to prior methods?",
              "What are its main limitations?", "Which baseline does it beat?",
              "Does it need labelled data?", "What is the key idea in one sentence?"]
@@ -220,7 +220,7 @@ def upload_index(home: Path, name: str, chroma_url: str, new_home: Path) -> int:
 
     from rag.paths import CHROMA_DIR, LOCK_FILE, IndexPaths, collection_name
     from rag.settings import Settings
-    from rag.store import ChromaStore
+    from rag.backends.store import ChromaStore
 
     src_dir = Settings(home=home).index_dir(name)
     dst_dir = Settings(home=new_home).index_dir(name)

@@ -1,22 +1,22 @@
-"""Train the learned fusion (issue 21) and write ``rag/fusion_weights.json``.
+"""Train the learned fusion (issue 21) and write ``rag/retrieve/fusion_weights.json``.
 
     PAPERCHAT_HOME=... .venv/bin/python bench/train_fusion.py --index accepted          # write
     PAPERCHAT_HOME=... .venv/bin/python bench/train_fusion.py --index accepted --check  # compare
     PAPERCHAT_HOME=... .venv/bin/python bench/train_fusion.py --index accepted --cv     # compare
                                                                                         # designs
 
-**Training questions**, all from the dev half of the id split (:mod:`rag.evaluate_tldr`) and of
+**Training questions**, all from the dev half of the id split (:mod:`rag.evaluate.tldr`) and of
 that only its ``train`` part (first md5 hex digit 0-5; 6-7 is kept aside, 8-f is held out):
 
-* the author TL;DRs of those papers, coined names masked (:func:`rag.evaluate_tldr.tldr_queries`);
+* the author TL;DRs of those papers, coined names masked (:func:`rag.evaluate.tldr.tldr_queries`);
 * the ``specific`` and ``seed`` lines of ``shared/eval/dev_hard.jsonl`` and ``dev_easy.jsonl``
   with one gold paper in that part (questions people ask, worded unlike the abstracts), each
   weighted :data:`QUESTION_WEIGHT` times a TL;DR, so that ~70 of them count against ~1,080
   TL;DRs.
 
-For each question the retriever computes the same channels as :meth:`rag.retrieve.Retriever.search`
-(:meth:`~rag.retrieve.Retriever.fusion_inputs`), its dense searches exact instead of HNSW
-(:class:`ExactSearch`), and :func:`rag.fusion.fit` learns the weights of :data:`FEATURES`. The
+For each question the retriever computes the same channels as :meth:`rag.retrieve.retriever.Retriever.search`
+(:meth:`~rag.retrieve.retriever.Retriever.fusion_inputs`), its dense searches exact instead of HNSW
+(:class:`ExactSearch`), and :func:`rag.retrieve.fusion.fit` learns the weights of :data:`FEATURES`. The
 same index and the same script give the same file (weights rounded to 6 decimals; ``--check``
 says whether the committed file is reproduced).
 
@@ -38,7 +38,7 @@ The shipped model: the z-scores of the feedback dense channel and of BM25, plus 
 BM25's top paper that grows with BM25's margin between its first two papers
 (``bm25_top*bm25_margin_over1*on_topic``): the fusion trusts BM25's first paper more when BM25
 is confident, which is when a question uses the authors' own words. The bonus is off for an
-off-topic question (best chunk cosine under rag.refusal.MIN_DENSE): no training question is
+off-topic question (best chunk cosine under rag.compose.refusal.MIN_DENSE): no training question is
 one, and without the gate "What's a good substitute for buttermilk when making pancakes?"
 (dev_easy, out of corpus) got a BM25 match on "good" and "make" first and was no longer
 refused. The paper-vector channel, term overlap, query length and agreement features moved
@@ -65,7 +65,7 @@ SHARED = ROOT.parent / "shared"
 PAPERS = SHARED / "data" / "iclr2026_accepted.jsonl"
 EVAL_FILES = (SHARED / "eval" / "dev_hard.jsonl", SHARED / "eval" / "dev_easy.jsonl")
 
-#: The shipped model's features (rag.fusion), its regularisation and hard negatives per channel.
+#: The shipped model's features (rag.retrieve.fusion), its regularisation and hard negatives per channel.
 FEATURES = ["prf", "bm25", "bm25_top*bm25_margin_over1*on_topic"]
 C = 0.1
 NEGATIVES = 10
@@ -105,7 +105,7 @@ class ExactSearch:
         self._papers = [paper_of(cid) for cid in self._ids]
 
     def query(self, embedding, n: int, where=None):
-        from rag.store import ChunkMatch
+        from rag.backends.store import ChunkMatch
 
         if where:
             raise ValueError("ExactSearch answers unfiltered queries only (training has none)")
@@ -124,8 +124,8 @@ def training_questions(papers_path: Path = PAPERS, eval_files=EVAL_FILES,
                        part: str = "train") -> list[dict]:
     """The training questions of the module doc (``part``: ``train`` or ``aside``), each
     ``{"qid", "set", "question", "gold", "weight"}``, TL;DRs first, in file order."""
-    from rag.evaluate import load_queries
-    from rag.evaluate_tldr import part_of, read_papers, tldr_queries
+    from rag.evaluate.retrieval import load_queries
+    from rag.evaluate.tldr import part_of, read_papers, tldr_queries
 
     out = [{"qid": q["qid"], "set": "tldr", "question": q["question"], "gold": q["gold"][0],
             "weight": 1.0} for q in tldr_queries(read_papers(papers_path), "dev", part)]
@@ -156,14 +156,14 @@ def collect(retriever, questions: list[dict], log=lambda m: None) -> list[dict]:
 
 def train(collected: list[dict], features=FEATURES, c: float = C, negatives: int = NEGATIVES,
           meta: dict | None = None):
-    """:func:`rag.fusion.fit` on the collected questions whose gold paper is a candidate."""
-    from rag.fusion import fit
+    """:func:`rag.retrieve.fusion.fit` on the collected questions whose gold paper is a candidate."""
+    from rag.retrieve.fusion import fit
 
     groups = [(q["channels"], q["row"], q["weight"]) for q in collected if q["row"] is not None]
     sets: dict[str, int] = {}
     for q in collected:
         sets[q["set"]] = sets.get(q["set"], 0) + 1
-    from rag.fusion import feature_matrix
+    from rag.retrieve.fusion import feature_matrix
 
     off = sum(1 for q in collected
               if feature_matrix(q["channels"], ["bm25_top*on_topic"]).sum() == 0)
@@ -175,7 +175,7 @@ def train(collected: list[dict], features=FEATURES, c: float = C, negatives: int
 def rank(model, q: dict) -> int:
     """Rank (1 = first) of the gold paper under ``model`` with the named-paper rule of search;
     a large number when no channel finds it."""
-    from rag.retrieve import put_named_first
+    from rag.retrieve.retriever import put_named_first
 
     if q["row"] is None:
         return 10**6
@@ -218,7 +218,7 @@ def cross_validate(collected: list[dict], features, digits=(1, 2, 3), k: int = 3
 
 def fixed_model(lexical_weight: float = 0.8):
     """The fixed fusion ``z(prf) + lexical_weight * z(bm25)`` as a FusionModel (a reference)."""
-    from rag.fusion import FusionModel
+    from rag.retrieve.fusion import FusionModel
 
     return FusionModel(["prf", "bm25"], [1.0, lexical_weight], {"fixed": True})
 
@@ -251,8 +251,8 @@ def run(retriever, out: Path, *, papers: Path = PAPERS, eval_files=EVAL_FILES,
 
 
 def main(argv: list[str] | None = None) -> int:
-    from rag.fusion import WEIGHTS_FILE
-    from rag.pipeline import Pipeline
+    from rag.retrieve.fusion import WEIGHTS_FILE
+    from rag.chat.pipeline import Pipeline
     from rag.settings import Settings
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])

@@ -5,7 +5,7 @@ dense vectors.
    written (record, ratings, decisions, areas, search text), and BM25 is built over every paper;
    then the manifest records the new catalog and says the dense fill has begun. From here on the
    index answers: ``ask``, ``chat`` and the UI search BM25 over every paper and the dense vectors
-   of the papers embedded so far (:mod:`index.dense`, :mod:`rag.coverage`).
+   of the papers embedded so far (:mod:`index.dense`, :mod:`rag.retrieve.coverage`).
 2. **Dense fill** (minutes): the papers that have no vectors yet are chunked and embedded in steps
    of :data:`PAPERS_PER_STEP`, each step committed as it finishes (its batch file, its Chroma
    chunks, then its ``dense`` rows in the catalog: :mod:`index.dense`); then the paper vectors,
@@ -40,14 +40,14 @@ from index.reader import lexical_from_catalog, open_catalog, open_store
 from index.sources import LoadResult, Problem, load_papers
 from index.vectors import load_vectors, refresh_vectors, text_hash
 from rag.errors import IndexLockedError, PaperchatError
-from rag.lexical import LexicalIndex, bm25_text
+from rag.backends.lexical import LexicalIndex, bm25_text
 from rag.paths import IndexPaths
 from rag.types import Chunk, Paper, chunk_number, paper_of
 
 if TYPE_CHECKING:
-    from rag.embedder import Embedder
+    from rag.backends.embedder import Embedder
     from rag.settings import Settings
-    from rag.store import ChromaStore
+    from rag.backends.store import ChromaStore
 
 #: Papers embedded and written per step; a kill loses at most one step's work.
 PAPERS_PER_STEP = 64
@@ -148,12 +148,12 @@ def build_index(source: str | Path | LoadResult, *, settings: Settings, embedder
 
     Args:
         source: a path (read with :func:`index.sources.load_papers`) or an already loaded list.
-        embedder: an :class:`rag.embedder.Embedder`; its ``name``/``dim`` go into the manifest.
+        embedder: an :class:`rag.backends.embedder.Embedder`; its ``name``/``dim`` go into the manifest.
         prune: delete indexed papers that are not in ``source``.
         progress: show a tqdm bar (papers/s, ETA) on a terminal.
         log: where problem lines and notes go (stderr by default).
         names: ``names(index_dir, catalog fingerprint)`` writes the index's paper names
-            (:func:`rag.names.write_names`, passed in by the front doors: the write side does
+            (:func:`rag.understand.names.write_names`, passed in by the front doors: the write side does
             not import the query side); run in phase 1 beside BM25, so the first question
             reads them instead of building them. None: the first reader builds and saves them.
         fill_nice: lower this process's priority by that many nice levels once phase 1 is
@@ -397,7 +397,7 @@ def _repair(store: ChromaStore, catalog: Catalog) -> bool:
 #: Papers to normalise from which phase 1 uses a pool of processes (one per CPU, at most
 #: :data:`NORMALISE_PROCESSES`): LaTeX conversion (pylatexenc) is pure Python, about 21 s for
 #: the 19,630 ICLR 2026 abstracts on one core of this machine, most of phase 1. The workers
-#: also make each BM25 text's input to bm25s (:func:`rag.lexical.bm25_text`, 3 s more), which
+#: also make each BM25 text's input to bm25s (:func:`rag.backends.lexical.bm25_text`, 3 s more), which
 #: the BM25 build would otherwise make alone after them.
 PARALLEL_NORMALISE = 2000
 NORMALISE_PROCESSES = 4
@@ -405,7 +405,7 @@ NORMALISE_PROCESSES = 4
 
 def _normalise_texts(items: list[tuple[str, str, list[str]]]) -> list[tuple[str, str, str, str]]:
     """:func:`index.chunking.search_text` of ``(title, abstract, keywords)`` items and the
-    :func:`rag.lexical.bm25_text` of each BM25 text (runs in a worker process)."""
+    :func:`rag.backends.lexical.bm25_text` of each BM25 text (runs in a worker process)."""
     out = []
     for t, a, k in items:
         texts = search_text(Paper(id="", title=t, abstract=a, keywords=k))

@@ -7,7 +7,7 @@ three steps, in this order:
 
 1. its file ``dense/batch-NNNNNN.npz`` (chunk ids, vectors float32 unit rows), written to a
    temporary name, flushed to disk and renamed (:func:`write_batch`);
-2. its chunks in Chroma (:mod:`rag.store`; a changed paper's old chunks deleted first);
+2. its chunks in Chroma (:mod:`rag.backends.store`; a changed paper's old chunks deleted first);
 3. one SQLite transaction in the catalog: the batch's ``dense_batches`` row and a ``dense`` row
    per paper (:meth:`index.catalog.Catalog.commit_dense`).
 
@@ -43,12 +43,12 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 import numpy as np
 
 from rag.paths import IndexPaths
-from rag.store import ChunkMatch
+from rag.backends.store import ChunkMatch
 from rag.types import chunk_id, chunk_number, paper_of
 
 if TYPE_CHECKING:
     from index.catalog import Catalog
-    from rag.store import ChromaStore
+    from rag.backends.store import ChromaStore
     from rag.types import Paper
 
 _BATCH_FILE = re.compile(r"^batch-(\d+)\.npz$")
@@ -262,7 +262,7 @@ def matches_where(meta: Mapping[str, Any], where: Mapping[str, Any] | None) -> b
 
 class DenseView:
     """The committed batches of an index as a read-only store (the read methods of
-    :class:`rag.store.ChromaStore` a retriever uses): exact cosine search over every chunk of
+    :class:`rag.backends.store.ChromaStore` a retriever uses): exact cosine search over every chunk of
     every embedded paper, refreshed with new batches as the build commits them (checked at most
     every :data:`REFRESH_S` seconds, on use). Thread-safe.
 
@@ -414,7 +414,7 @@ class DenseView:
         """Chunk vectors of each given paper, shape (chunks, dim) float32 in chunk order: from
         the committed batches, else from :meth:`remember` (papers with neither are absent).
         ``n_chunks`` is not needed (the view knows its chunks): it is accepted for
-        :class:`rag.store.ChromaStore`'s signature."""
+        :class:`rag.backends.store.ChromaStore`'s signature."""
         self.refresh()
         rows, matrix = self._rows, self._matrix
         out = {}
@@ -429,7 +429,7 @@ class DenseView:
                         n_chunks: Mapping[str, int] | None = None) -> dict[str, float]:
         """Best chunk cosine similarity of each given paper that has vectors (see
         :meth:`paper_vectors`; papers without are given to :attr:`compute_missing` when a
-        reader set it, e.g. :class:`rag.coverage.OnDemand`)."""
+        reader set it, e.g. :class:`rag.retrieve.coverage.OnDemand`)."""
         q = np.asarray(embedding, dtype=np.float32)
         vecs = self.paper_vectors(paper_ids)
         missing = [pid for pid in paper_ids if pid not in vecs]

@@ -1,7 +1,7 @@
 """A 2-D map of every paper of an index, computed at index time and stored beside the manifest.
 
 Paper vectors: each paper's L2-normalised mean of its stored chunk vectors (:mod:`index.vectors`,
-the centroid that :meth:`rag.retrieve.Retriever.feedback_query` uses), taken from the index's
+the centroid that :meth:`rag.retrieve.retriever.Retriever.feedback_query` uses), taken from the index's
 ``paper_vectors.npz`` when the build has just refreshed it, else read from the store by chunk id
 in batches of :data:`VECTOR_BATCH` papers; shape (n_papers, dim) float32.
 
@@ -60,7 +60,7 @@ from rag.types import Paper
 
 if TYPE_CHECKING:
     from rag.settings import Settings
-    from rag.store import ChromaStore
+    from rag.backends.store import ChromaStore
 
 #: Version of the file's layout; another version is recomputed.
 FORMAT_VERSION = 1
@@ -434,7 +434,7 @@ def compute_layout(store: ChromaStore, catalog_papers: dict[str, Paper],
     """A fresh map of every paper in ``catalog_papers`` that has stored vectors (ids sorted).
 
     Args:
-        store: the index's :class:`rag.store.ChromaStore`.
+        store: the index's :class:`rag.backends.store.ChromaStore`.
         catalog_papers: paper id -> Paper (keywords and titles make the labels).
         n_chunks: paper id -> chunk count, from the catalog (names the chunk ids to fetch).
         seed: random seed of t-SNE (same vectors and seed: same map).

@@ -2,7 +2,7 @@
 settings match.
 
 ``manifest.json`` in the index directory holds the embedding model, its dimension, the embedding
-backend and its variant (the quantisation recipe, :data:`rag.onnx_embedder.VARIANTS`), the
+backend and its variant (the quantisation recipe, :data:`rag.backends.onnx_embedder.VARIANTS`), the
 chunking parameters and the normaliser version, plus counts and the build time. The same build
 keys are stored in the Chroma collection's metadata. Vectors from another model are not
 comparable, so a mismatch raises :class:`IndexMismatchError` telling the user to rebuild.
@@ -32,7 +32,7 @@ from rag.paths import IndexPaths
 from rag.text import NORMALISER_VERSION
 
 if TYPE_CHECKING:
-    from rag.embedder import Embedder
+    from rag.backends.embedder import Embedder
     from rag.settings import Settings
 
 FORMAT_VERSION = 1
@@ -67,7 +67,7 @@ def variant_of(recorded: dict[str, Any]) -> str | None:
 
 def embedder_for(recorded: dict[str, Any], settings: Settings, embedder: Embedder) -> Embedder:
     """``embedder`` with the variant index ``recorded`` was built with, when it has variants
-    (:meth:`rag.onnx_embedder.OnnxEmbedder.with_variant`) and the index used the same backend;
+    (:meth:`rag.backends.onnx_embedder.OnnxEmbedder.with_variant`) and the index used the same backend;
     otherwise ``embedder`` itself (another backend is left for :func:`check` to refuse)."""
     variant = variant_of(recorded)
     mine = getattr(embedder, "variant", None)

@@ -1,7 +1,7 @@
 """Open an existing index for reading: its Chroma store (or, while the dense fill runs, the view
 of its committed batches), its catalog, its BM25 index and its paper vectors.
 
-The query side (:mod:`rag.retrieve`, :mod:`rag.pipeline`, the UI, the map and the benchmarks)
+The query side (:mod:`rag.retrieve.retriever`, :mod:`rag.chat.pipeline`, the UI, the map and the benchmarks)
 reads indexes through this module, never through :mod:`index.build`, which uses the same
 functions to write one. File names come from :mod:`rag.paths`.
 """
@@ -16,9 +16,9 @@ from index.catalog import Catalog
 from index.chunking import paper_chunks  # noqa: F401 - the chunks of a paper, for readers
 from index.dense import DenseProgress, DenseView  # noqa: F401 - DenseProgress for readers
 from index.vectors import PaperVectors, load_vectors, refresh_vectors
-from rag.lexical import LexicalIndex
+from rag.backends.lexical import LexicalIndex
 from rag.paths import IndexPaths, collection_name
-from rag.store import ChromaStore
+from rag.backends.store import ChromaStore
 
 if TYPE_CHECKING:
     from rag.settings import Settings
@@ -59,7 +59,7 @@ def index_exists(settings: Settings, name: str) -> bool:
 
 def lexical_from_catalog(catalog: Catalog, prepared: dict[str, str] | None = None) -> LexicalIndex:
     """A BM25 index over every paper of ``catalog`` (its stored search texts; ``prepared``:
-    :func:`rag.lexical.bm25_text` of some of them, already computed)."""
+    :func:`rag.backends.lexical.bm25_text` of some of them, already computed)."""
     rows = catalog.search_texts()
     return LexicalIndex.build([pid for pid, _ in rows], [t for _, t in rows], prepared)
 

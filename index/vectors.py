@@ -3,7 +3,7 @@
 A paper's chunks cover its title and its whole abstract (:mod:`index.chunking`: the title on
 every chunk, overlapping windows), so their centroid stands for the paper as a whole. The map
 (:mod:`index.layout`) lays these vectors out, "similar papers" ranks them by cosine similarity
-(:meth:`rag.retrieve.Retriever.similar`), and retrieval may use them as a channel.
+(:meth:`rag.retrieve.retriever.Retriever.similar`), and retrieval may use them as a channel.
 
 Storage: ``paper_vectors.npz`` in the index directory (:data:`rag.paths.VECTORS_FILE`), written
 atomically: ids (sorted), vectors (float32, unit rows), each paper's text hash (the part of
@@ -27,7 +27,7 @@ import numpy as np
 from rag.paths import VECTORS_FILE, IndexPaths
 
 if TYPE_CHECKING:
-    from rag.store import ChromaStore
+    from rag.backends.store import ChromaStore
 
 #: Version of the file's layout; another version is recomputed.
 FORMAT_VERSION = 1
@@ -72,7 +72,7 @@ class PaperVectors:
 def from_store(store: ChromaStore, ids: Sequence[str], n_chunks: Mapping[str, int],
                batch: int = VECTOR_BATCH) -> tuple[list[str], np.ndarray]:
     """Each paper's L2-normalised mean chunk vector, read from ``store`` (a
-    :class:`rag.store.ChromaStore`) ``batch`` papers per request.
+    :class:`rag.backends.store.ChromaStore`) ``batch`` papers per request.
 
     Returns ``(ids found, vectors)``: vectors shape (len(ids found), dim) float32, rows in the
     order of ``ids``; papers with no stored chunk are left out.

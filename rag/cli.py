@@ -12,7 +12,7 @@ import json
 import sys
 from pathlib import Path
 
-#: ``--answer-mode`` choices (rag.answer.MODES plus auto; kept here so --help imports nothing).
+#: ``--answer-mode`` choices (rag.chat.answer.MODES plus auto; kept here so --help imports nothing).
 ANSWER_MODES = ("auto", "extractive", "constrained", "generative")
 
 
@@ -162,8 +162,8 @@ def _parser() -> argparse.ArgumentParser:
 
 def cmd_index(args) -> int:
     from index.build import build_index, delete_index
-    from rag.embedder import make_embedder
-    from rag.names import write_names
+    from rag.backends.embedder import make_embedder
+    from rag.understand.names import write_names
 
     settings = _settings(args)
     name = args.name or settings.index
@@ -203,8 +203,8 @@ def cmd_fetch(args) -> int:
         log(f"  ... and {result.n_skipped - len(result.skipped)} more")
     if args.index:
         from index.build import build_index
-        from rag.embedder import make_embedder
-        from rag.names import write_names
+        from rag.backends.embedder import make_embedder
+        from rag.understand.names import write_names
 
         settings = _settings(argparse.Namespace(index=args.index))
         summary = build_index(out, settings=settings, embedder=make_embedder(settings),
@@ -219,9 +219,9 @@ def cmd_fetch(args) -> int:
 
 def format_answer(ans) -> str:
     """Terminal rendering after streaming: unsupported sentences marked, then the references
-    (:func:`rag.rendering.references`: ``[n] Title. Venue Status. rating 6.0 · 4 reviews, 4–8.
+    (:func:`rag.compose.rendering.references`: ``[n] Title. Venue Status. rating 6.0 · 4 reviews, 4–8.
     URL``; the rating only when the paper has one)."""
-    from rag.rendering import references
+    from rag.compose.rendering import references
 
     lines = []
     if ans.unsupported:
@@ -240,9 +240,9 @@ def _answer_here(question: str, pipe, settings, *, filters=None, history=(), as_
     embedded, how far it is: ``dense 41% · about 9 min left``); with ``as_json`` the ``ask
     --json`` object only (with ``dense_coverage`` on such an index). Returns the
     :class:`rag.types.Answer`."""
-    from rag.answer import DoneEvent, HitsEvent, TokenEvent, answer_stream
-    from rag.coverage import annotate, coverage_line, progress_of
-    from rag.rendering import answer_json
+    from rag.chat.answer import DoneEvent, HitsEvent, TokenEvent, answer_stream
+    from rag.retrieve.coverage import annotate, coverage_line, progress_of
+    from rag.compose.rendering import answer_json
 
     final = None
     retriever = pipe.current_retriever()
@@ -272,10 +272,10 @@ def cmd_ask(args) -> int:
     """``paperchat ask``: one turn. It starts a new conversation (kept under
     ``$PAPERCHAT_HOME/conversations/``), or with ``--continue`` it is the next turn of the
     last one (the same one ``paperchat chat`` keeps)."""
-    from rag import history as hist
-    from rag.answer import check_question
+    from rag.understand import history as hist
+    from rag.chat.answer import check_question
     from rag.filters import Filters
-    from rag.pipeline import Pipeline, require_index
+    from rag.chat.pipeline import Pipeline, require_index
 
     settings = _settings(args)
     question = check_question(args.question, settings.max_question_chars)
@@ -305,11 +305,11 @@ def cmd_chat(args) -> int:
     """``paperchat chat``: a conversation in the terminal, the same plans and answers as the
     browser, kept between sessions in ``$PAPERCHAT_HOME/conversations/<index>.json`` (``--new``
     starts over). Ctrl-C stops the answer being written, Ctrl-D or ``/quit`` ends the session."""
-    from rag import history as hist
-    from rag.answer import check_question
+    from rag.understand import history as hist
+    from rag.chat.answer import check_question
     from rag.errors import PaperchatError
-    from rag.export import bibtex
-    from rag.pipeline import Pipeline
+    from rag.conference.export import bibtex
+    from rag.chat.pipeline import Pipeline
 
     settings = _settings(args)
     pipe = Pipeline(settings)
@@ -369,18 +369,18 @@ def cmd_serve(args) -> int:
 
 
 def cmd_eval(args) -> int:
-    from rag.evaluate import format_report, run_eval
+    from rag.evaluate.retrieval import format_report, run_eval
 
     settings = _settings(args)
     if args.checks:
-        from rag.evaluate_checks import format_checks, run_checks
+        from rag.evaluate.checks import format_checks, run_checks
 
         report = run_checks(args.queries, settings)
         print(json.dumps(report, indent=2, ensure_ascii=False) if args.json
               else format_checks(report))
         return 0
     if args.answers:
-        from rag.evaluate_answers import format_answer_report, run_answer_eval
+        from rag.evaluate.answers import format_answer_report, run_answer_eval
 
         baselines = None if args.baselines is None else \
             [m for m in args.baselines.split(",") if m and m != "none"]
@@ -398,7 +398,7 @@ def cmd_map(args) -> int:
     """``paperchat map``: the output path is checked first (one error line, before any work),
     then the index (the default one is built on first use), its layout
     (:func:`index.layout.ensure_layout`: loaded, or computed and saved) and the page
-    (:func:`rag.mapfigure.conference_html`), written to a temporary file beside ``--out`` and
+    (:func:`rag.conference.mapfigure.conference_html`), written to a temporary file beside ``--out`` and
     renamed over it."""
     import os
     import tempfile
@@ -416,20 +416,20 @@ def cmd_map(args) -> int:
         raise PaperchatError(f"--out {args.out}: cannot write in {folder} (permission denied)")
 
     from index.reader import index_exists, open_catalog
-    from rag.pipeline import ensure_index
+    from rag.chat.pipeline import ensure_index
 
     settings = _settings(args)
     name = settings.index
     log = lambda m: print(m, file=sys.stderr)  # noqa: E731
     if not index_exists(settings, name):  # the default index is built on first use
-        from rag.embedder import make_embedder
+        from rag.backends.embedder import make_embedder
 
         ensure_index(settings, make_embedder(settings), name, log=log)
     try:
         from index.layout import ensure_layout
     except ImportError:  # pragma: no cover - a tree without the layout module
         raise PaperchatError("this paperchat has no map layout module (index.layout)") from None
-    from rag import mapfigure
+    from rag.conference import mapfigure
 
     papers = {p.id: p for p, _ in open_catalog(settings.index_dir(name)).papers()}
     layout = ensure_layout(settings, name, log=log)
@@ -452,7 +452,7 @@ def cmd_map(args) -> int:
 
 
 def cmd_bench(args) -> int:
-    from rag import bench
+    from rag.evaluate import bench
     from rag.errors import PaperchatError
 
     settings = _settings(args)

@@ -2,7 +2,7 @@
 
 The flags that matter for the int8 embedder are AVX2, AVX-512 and VNNI (the 8-bit dot-product
 instructions): ONNX Runtime's int8 matrix kernels run about 2x faster with VNNI, and without it
-their 8-bit x 8-bit products can saturate (see :mod:`rag.onnx_embedder`). The features come from
+their 8-bit x 8-bit products can saturate (see :mod:`rag.backends.onnx_embedder`). The features come from
 numpy's runtime CPUID dispatch, so they are what this process sees: under the CPUID mask of
 ``bench/avx2only.c`` an AVX-512 machine reports AVX2 only, exactly as ONNX Runtime then behaves.
 """

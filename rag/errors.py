@@ -46,7 +46,7 @@ class BackendUnavailableError(PaperchatError):
 class GrammarError(PaperchatError, ValueError):
     """A GBNF grammar given to a local model does not parse (the message gives llama.cpp's reason).
 
-    Grammars are built by code (see :func:`rag.generator.gbnf_literal`), so this is a bug in the
+    Grammars are built by code (see :func:`rag.backends.generator.gbnf_literal`), so this is a bug in the
     caller, reported instead of letting llama.cpp crash on a grammar it could not build."""
 
 

@@ -2,11 +2,11 @@
 
 An index directory (``Settings.index_dir(name)``, ``$PAPERCHAT_HOME/indexes/<name>/``) holds:
 
-- ``chroma/``: the embedded Chroma store of the chunks (:mod:`rag.store`; absent in server mode,
+- ``chroma/``: the embedded Chroma store of the chunks (:mod:`rag.backends.store`; absent in server mode,
   where the chunks live in collection ``paperchat-<name>`` on the server);
 - ``papers.sqlite``: the paper catalog (:mod:`index.catalog`);
-- ``bm25/``: the BM25 index (:mod:`rag.lexical`);
-- ``names.json``: the paper names the index uses (:mod:`rag.names`), written beside BM25;
+- ``bm25/``: the BM25 index (:mod:`rag.backends.lexical`);
+- ``names.json``: the paper names the index uses (:mod:`rag.understand.names`), written beside BM25;
 - ``dense/``: the chunk vectors, one file per batch the dense fill committed
   (:mod:`index.dense`), what a reader searches while the index is still being embedded;
 - ``layout.npz``: the 2-D map (:mod:`index.layout`);

@@ -45,12 +45,12 @@ class Settings(BaseSettings):
     embed_backend: str = Field(
         "onnx-int8",
         description="How the embedder runs: 'torch' (sentence-transformers fp32) or 'onnx-int8' "
-        "(the same model exported once to ONNX and dynamically quantised; see rag.embedder).")
+        "(the same model exported once to ONNX and dynamically quantised; see rag.backends.embedder).")
     embed_variant: str | None = Field(
         None, description="ONNX int8 quantisation recipe for new indexes: 'int8' (8-bit weights; "
         "fastest with VNNI) or 'int8-avx2' (7-bit weights, first layer fp32; no saturation on "
         "CPUs without VNNI). None picks by the CPU; an existing index keeps its own "
-        "(rag.onnx_embedder).")
+        "(rag.backends.onnx_embedder).")
     embed_batch_size: int = Field(32, description="Texts per embedding batch.")
     chunk_tokens: int = Field(256, description="Chunk window in embedder tokens, special tokens "
                               "included; all-MiniLM-L6-v2 reads at most 256.")
@@ -68,14 +68,14 @@ class Settings(BaseSettings):
     lexical_candidates: int = Field(200, description="Papers kept from BM25 per query.")
     rrf_k: float = Field(60.0, description="Reciprocal rank fusion constant (Cormack et al. 2009).")
     lexical_weight: float = Field(0.8, description="Weight of the z-scored BM25 score against the "
-                                  "z-scored dense score in fusion (see rag.retrieve.zfusion).")
+                                  "z-scored dense score in fusion (see rag.retrieve.retriever.zfusion).")
     fusion: Literal["learned", "fixed"] = Field(
-        "learned", description="How the channels are fused (rag.retrieve.Retriever.search): "
-        "'learned' scores candidates with the weights of rag/fusion_weights.json (rag.fusion, "
+        "learned", description="How the channels are fused (rag.retrieve.retriever.Retriever.search): "
+        "'learned' scores candidates with the weights of rag/retrieve/fusion_weights.json (rag.retrieve.fusion, "
         "trained by bench/train_fusion.py); 'fixed' is z(dense) + lexical_weight * z(bm25).")
     feedback_papers: int = Field(2, ge=0, le=20, description="Pseudo-relevance feedback: the "
                                  "top fused papers whose vectors move the query (0 = off; see "
-                                 "rag.retrieve.Retriever.search).")
+                                 "rag.retrieve.retriever.Retriever.search).")
     feedback_weight: float = Field(0.5, ge=0.0, description="Rocchio beta: weight of the feedback "
                                    "papers' mean vector added to the query vector (alpha = 1).")
     max_question_chars: int = Field(4000, description="Longest question accepted, in chars.")
@@ -92,7 +92,7 @@ class Settings(BaseSettings):
     evidence_sentences: int = Field(3, description="Abstract sentences per paper in the prompt "
                                     "when the context window is small.")
     answer_mode: Literal["auto", "constrained", "extractive", "generative"] = Field(
-        "auto", description="How the answer text is made (see rag.answer): 'extractive' quotes "
+        "auto", description="How the answer text is made (see rag.chat.answer): 'extractive' quotes "
         "abstract sentences chosen by the evidence scores; 'constrained' lets the model pick and "
         "order those sentences under a GBNF grammar; 'generative' lets it write, then checks "
         "every sentence; 'auto' picks by the model's size (small_model_params).")
@@ -102,7 +102,7 @@ class Settings(BaseSettings):
         "'generative'.")
     small_model_mode: Literal["constrained", "extractive"] = Field(
         "extractive", description="The mode auto picks for a small model; chosen by "
-        "'paperchat eval --answers' (see rag.answer.AUTO_SMALL_MODE).")
+        "'paperchat eval --answers' (see rag.chat.answer.AUTO_SMALL_MODE).")
     requantize: str = Field(
         "Q4_0", description="The bundled GGUF (shipped as Q4_1) is re-quantised once to this type "
         "and cached under home/models (faster prompt processing on CPUs without a fast Q4_1 "
@@ -121,7 +121,7 @@ class Settings(BaseSettings):
     # --- grounding ------------------------------------------------------------------------------
     support_threshold: float = Field(
         0.5, description="Grounding score at or above which a sentence counts as supported by a "
-        "cited abstract (see rag.grounding for how the score is made and calibrated).")
+        "cited abstract (see rag.compose.grounding for how the score is made and calibrated).")
 
     def index_dir(self, name: str | None = None) -> Path:
         """Directory of index ``name`` (default :attr:`index`) under :attr:`home`.

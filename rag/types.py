@@ -129,7 +129,7 @@ def chunk_number(chunk: str) -> int:
 class Hit:
     """A retrieved paper, rank 1 first.
 
-    ``score`` is the fused retrieval score (higher is better; see :mod:`rag.retrieve` for how it is
+    ``score`` is the fused retrieval score (higher is better; see :mod:`rag.retrieve.retriever` for how it is
     made); ``dense`` is the best cosine similarity of any of the paper's chunks to the question
     (in [-1, 1]) and ``lexical`` its BM25 score (>= 0, unnormalised). ``evidence`` holds the
     abstract's sentences that best match the question, best first.
@@ -150,7 +150,7 @@ class Hit:
 class Citation:
     """A ``[n]`` marker in an answer that points at hit number ``n`` (1-based) of the answer's hits.
 
-    ``support`` is the grounding score of the sentences citing it (see :mod:`rag.grounding`,
+    ``support`` is the grounding score of the sentences citing it (see :mod:`rag.compose.grounding`,
     in [0, 1], higher is better); ``supported`` is ``support >= settings.support_threshold``.
     ``evidence`` is the abstract sentence that supports the claim best.
     """
@@ -177,7 +177,7 @@ class AnswerSentence:
 
     ``text`` is the sentence as shown (markers included); ``kind`` one of :data:`SENTENCE_KINDS`;
     ``quote`` the exact abstract sentence a ``quote`` or ``item`` shows (citation-like brackets
-    defused), else ``""``. ``support`` in [0, 1] (see :mod:`rag.grounding`); headings and notes
+    defused), else ``""``. ``support`` in [0, 1] (see :mod:`rag.compose.grounding`); headings and notes
     make no claim about a paper and are always ``supported`` with ``support`` 1.0 but are not
     counted in the supported share of ``paperchat eval --answers``.
     """
@@ -203,13 +203,13 @@ class Answer:
     ``text`` contains only valid markers (each ``[n]`` with 1 <= n <= len(hits)).
     ``timings_ms`` has ``retrieve``, ``first_token`` and ``total`` in milliseconds from the start of
     the call. ``refused`` is True when retrieval found nothing relevant enough (see
-    :mod:`rag.retrieve`); ``text`` then says so and ``hits`` still lists the nearest papers.
+    :mod:`rag.retrieve.retriever`); ``text`` then says so and ``hits`` still lists the nearest papers.
 
     ``mode`` is the answer mode used (``extractive``, ``constrained`` or ``generative``; see
-    :mod:`rag.answer`), ``kind`` the question type the composition used (``lookup``,
+    :mod:`rag.chat.answer`), ``kind`` the question type the composition used (``lookup``,
     ``describe``, ``survey``, ``compare``, ``followup``, ``count``, ``authors``, ``number``;
-    see :mod:`rag.compose`; ``count``, ``list`` and ``rated`` answers come from the catalog,
-    :mod:`rag.facets`). ``comparison`` holds a comparison's table rows (header first) and
+    see :mod:`rag.compose.extractive`; ``count``, ``list`` and ``rated`` answers come from the catalog,
+    :mod:`rag.conference.facets`). ``comparison`` holds a comparison's table rows (header first) and
     ``comparison_ids`` its column papers' ids, in column order. ``unsupported`` holds the
     sentences a model wrote that no cited abstract supports: they are kept out of ``text`` and
     ``sentences`` and shown apart, collapsed. ``model`` names the model that took part (empty
@@ -217,7 +217,7 @@ class Answer:
     compared papers, or the papers a follow-up asked about): the next turn's follow-ups refer to
     them. ``filters_applied`` lists every filter the search used, as ``FIELD=VALUE`` /
     ``rating>=6`` strings (:meth:`rag.filters.Filters.as_strings`): the caller's and those read
-    from the question's words ("oral papers on ...", :mod:`rag.slots`).
+    from the question's words ("oral papers on ...", :mod:`rag.understand.slots`).
     """
 
     question: str
@@ -236,14 +236,36 @@ class Answer:
     model: str = ""
     about_ids: list[str] = field(default_factory=list)
     filters_applied: list[str] = field(default_factory=list)
-    #: The turn's plan (:meth:`rag.plan.Plan.to_json`): which papers, then what was done.
+    #: The turn's plan (:meth:`rag.understand.plan.Plan.to_json`): which papers, then what was done.
     plan: dict = field(default_factory=dict)
     #: Set when the answer's papers are every paper of the index these filters admit (a
     #: catalog reading: ``hits`` are only the first of them), so that "how many of those are
     #: orals?" next counts all of them, not only the ones shown. ``None`` otherwise.
     matched_filters: list[str] | None = None
     #: Share of the index's papers with dense vectors, in [0, 1], while the index is still being
-    #: embedded (:mod:`rag.coverage`); None for a whole index. ``coverage`` is its line
+    #: embedded (:mod:`rag.retrieve.coverage`); None for a whole index. ``coverage`` is its line
     #: ("dense 41% · about 9 min left").
     dense_coverage: float | None = None
     coverage: str = ""
+
+
+@dataclass
+class Ranking:
+    """Paper ids best first with their scores (one retrieval channel)."""
+
+    ids: list[str]
+    scores: list[float]
+
+    def rank_of(self) -> dict[str, int]:
+        return {pid: r for r, pid in enumerate(self.ids, start=1)}
+
+
+@dataclass
+class Retrieval:
+    """Result of :meth:`rag.retrieve.retriever.Retriever.search`: hits best first, per-channel rankings and timing."""
+
+    hits: list[Hit]
+    dense: Ranking
+    lexical: Ranking
+    ms: float = 0.0
+    meta: dict = field(default_factory=dict)

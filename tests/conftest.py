@@ -133,7 +133,7 @@ def seed_papers():
 def fake_index(settings, fake_embedder):
     """The seed corpus indexed with the fake embedder into tmp_path; returns (settings, retriever)."""
     from index.build import build_index
-    from rag.retrieve import Retriever
+    from rag.retrieve.retriever import Retriever
 
     build_index(SEED, settings=settings, embedder=fake_embedder, progress=False, log=lambda m: None)
     return settings, Retriever.open(settings, fake_embedder)
@@ -142,7 +142,7 @@ def fake_index(settings, fake_embedder):
 # --- real models (integration) ----------------------------------------------------------------
 @pytest.fixture(scope="session")
 def real_embedder():
-    from rag.embedder import make_embedder
+    from rag.backends.embedder import make_embedder
     from rag.settings import Settings
 
     return make_embedder(Settings())
@@ -150,7 +150,7 @@ def real_embedder():
 
 @pytest.fixture(scope="session")
 def real_generator():
-    from rag.generator import LlamaCppGenerator
+    from rag.backends.generator import LlamaCppGenerator
 
     return LlamaCppGenerator()
 
@@ -171,7 +171,7 @@ def real_settings(real_home):
 def real_index(real_settings, real_embedder):
     """The seed corpus indexed with the real embedder once per test session."""
     from index.build import build_index
-    from rag.retrieve import Retriever
+    from rag.retrieve.retriever import Retriever
 
     build_index(SEED, settings=real_settings, embedder=real_embedder, progress=False,
                 log=lambda m: None)

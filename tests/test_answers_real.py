@@ -12,10 +12,10 @@ import re
 
 import pytest
 
-from rag import prompts
-from rag.answer import answer, resolve_mode
-from rag.history import turn_after
-from rag.guards import answer_max_repeat, count_leaks, leak_reason
+from rag.compose import prompts
+from rag.chat.answer import answer, resolve_mode
+from rag.understand.history import turn_after
+from rag.compose.guards import answer_max_repeat, count_leaks, leak_reason
 from rag.text import normalise
 from tests.conftest import SEED
 
@@ -154,7 +154,7 @@ INJECTION = {
 @pytest.fixture(scope="module")
 def injection_index(tmp_path_factory, real_embedder):
     from index.build import build_index
-    from rag.retrieve import Retriever
+    from rag.retrieve.retriever import Retriever
     from rag.settings import Settings
 
     home = tmp_path_factory.mktemp("inj_home")

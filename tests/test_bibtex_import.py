@@ -10,7 +10,7 @@ import bibtexparser
 import pytest
 from bibtexparser.model import Entry
 
-from rag import export
+from rag.conference import export
 from rag.types import Paper
 from tests.conftest import SEED, shared
 

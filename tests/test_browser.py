@@ -278,7 +278,7 @@ def test_xss_corpus_shows_payloads_as_text(watched, home, tmp_path):
 
         # the same titles as BibTeX in the chat: a code block shows them as text
         from index.sources import load_papers
-        from rag.export import bibtex
+        from rag.conference.export import bibtex
 
         listed = {p.id: p for p in load_papers(data).papers}
         cited = [listed[b.get_attribute("data-paper")]
@@ -538,7 +538,7 @@ def test_a_cite_answer_shows_bibtex_with_a_copy_button_that_copies_the_entries(w
     import bibtexparser
 
     from index.sources import load_papers
-    from rag.export import bibtex
+    from rag.conference.export import bibtex
 
     watched.context.grant_permissions(["clipboard-read", "clipboard-write"])
     page = watched.page
@@ -572,7 +572,7 @@ def test_a_cite_answer_shows_bibtex_with_a_copy_button_that_copies_the_entries(w
 MAP_GD = "#pc-map .js-plotly-plot"
 HIST_GD = "#pc-hist .js-plotly-plot"
 #: The map's traces in the page, as (role, ids, texts): role is the trace's meta
-#: (rag.mapfigure: pc-<color>-<rank>, pc-dimmed, pc-highlight).
+#: (rag.conference.mapfigure: pc-<color>-<rank>, pc-dimmed, pc-highlight).
 MAP_TRACES = """(sel) => { const g = document.querySelector(sel);
   return g && g.data ?
     g.data.map(t => [t.meta || '', t.customdata || [], t.text || []]) : null; }"""

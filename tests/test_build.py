@@ -28,7 +28,7 @@ from index.chunking import chunk_paper
 from index.reader import open_store
 from index.sources import LoadResult, load_papers
 from rag.errors import IndexLockedError, IndexMismatchError, SourceFormatError
-from rag.lexical import LexicalIndex
+from rag.backends.lexical import LexicalIndex
 from rag.settings import Settings
 from tests.conftest import ROOT, SEED, SHARED_DATA, FakeEmbedder
 
@@ -251,7 +251,7 @@ def test_prune_removes_papers_missing_from_the_list(settings, fake_embedder, see
 @pytest.mark.parametrize("change", [{"chunk_overlap": 32}, {"chunk_tokens": 128}])
 def test_an_index_keeps_its_chunking_when_updated_and_queried(settings, fake_embedder, seed,
                                                                change):
-    from rag.retrieve import Retriever
+    from rag.retrieve.retriever import Retriever
 
     build(seed[:10], settings, fake_embedder)
     other = Settings(**{**settings.model_dump(), **change})
@@ -572,7 +572,7 @@ def test_build_every_accepted_iclr2026_paper_with_the_real_embedder(accepted_ind
           f"({5358 / seconds:.1f} papers/s); longest chunk {longest} tokens")
 
 
-# --- embedder variants (rag.onnx_embedder.VARIANTS): an index keeps the one it was built with ---
+# --- embedder variants (rag.backends.onnx_embedder.VARIANTS): an index keeps the one it was built with ---
 class VariantEmbedder(FakeEmbedder):
     """A fake with the ONNX embedder's variant seam; each variant gives other vectors."""
 
@@ -589,7 +589,7 @@ class VariantEmbedder(FakeEmbedder):
 
 
 def test_an_index_keeps_its_embedder_variant_for_updates_and_queries(settings, seed):
-    from rag.retrieve import Retriever
+    from rag.retrieve.retriever import Retriever
 
     settings = settings.model_copy(update={"embed_backend": "onnx-int8"})
     build(seed[:10], settings, VariantEmbedder("int8"))
@@ -615,7 +615,7 @@ def test_an_index_keeps_its_embedder_variant_for_updates_and_queries(settings, s
 
 
 def test_an_index_from_before_variants_counts_as_int8(settings, seed):
-    from rag.retrieve import Retriever
+    from rag.retrieve.retriever import Retriever
 
     settings = settings.model_copy(update={"embed_backend": "onnx-int8"})
     build(seed[:5], settings, VariantEmbedder("int8"))

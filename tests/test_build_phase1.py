@@ -15,7 +15,8 @@ import pytest
 
 from index.catalog import paper_record
 from index.sources import load_papers
-from rag import lexical, text
+from rag.backends import lexical
+from rag import text
 from tests.conftest import SEED, SHARED_DATA
 
 #: Strings where the head the fast path leaves out of the parse ends at each kind of markup.
@@ -114,7 +115,7 @@ def test_the_head_left_out_of_the_parse_stops_at_every_specials_sequence():
 
 # --- BM25's compound names -----------------------------------------------------------------------
 def old_compound_terms(t: str) -> list[str]:
-    """rag.lexical.compound_terms as it was: greedy runs, each match split into parts."""
+    """rag.backends.lexical.compound_terms as it was: greedy runs, each match split into parts."""
     joined_re = re.compile(r"\b[A-Za-z0-9]+(?:[-_.][A-Za-z0-9]+)+\b")
     spaced_re = re.compile(r"\b([A-Za-z][A-Za-z0-9]*)((?:[\s_-]+\d[A-Za-z0-9.]*)+)")
 
@@ -164,10 +165,10 @@ def test_a_catalog_record_is_the_json_of_dataclasses_asdict():
 def test_phase_1_in_worker_processes_writes_what_one_process_writes(tmp_path, fake_embedder,
                                                                     monkeypatch):
     """The seed list built with phase 1's worker processes (they also make BM25's input,
-    rag.lexical.bm25_text) and built in one process: the same catalog rows and BM25 scores."""
+    rag.backends.lexical.bm25_text) and built in one process: the same catalog rows and BM25 scores."""
     from index import build
     from index.reader import open_catalog
-    from rag.lexical import LexicalIndex, bm25_text
+    from rag.backends.lexical import LexicalIndex, bm25_text
     from rag.paths import IndexPaths
     from rag.settings import Settings
 

@@ -11,8 +11,8 @@ import sys
 
 import pytest
 
-from rag import history as hist
-from rag.history import Turn
+from rag.understand import history as hist
+from rag.understand.history import Turn
 from rag.types import Paper
 from tests.conftest import ROOT
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from rag import citations as cit
+from rag.compose import citations as cit
 
 
 @pytest.mark.parametrize("text, n_hits, expected", [

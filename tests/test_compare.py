@@ -4,10 +4,10 @@ import re
 
 import pytest
 
-from rag import compare
-from rag.answer import DoneEvent, TokenEvent, answer, answer_stream
-from rag.compare import ROWS, build_comparison, classify, synthesis_messages
-from rag.rendering import EMPTY, to_markdown
+from rag.compose import compare
+from rag.chat.answer import DoneEvent, TokenEvent, answer, answer_stream
+from rag.compose.compare import ROWS, build_comparison, classify, synthesis_messages
+from rag.compose.rendering import EMPTY, to_markdown
 from rag.types import Hit, Paper
 
 # Each abstract has one sentence per row; the row it belongs to is in the comment.
@@ -132,7 +132,7 @@ COMPARISON = ("How does the paper on refining hybrid genetic search for CVRP wit
 
 
 def test_one_word_side_is_a_comparison():
-    from rag.slots import comparison_sides
+    from rag.understand.slots import comparison_sides
 
     assert comparison_sides(COMPARISON)[1] == "StepORLM"
 
@@ -184,12 +184,12 @@ def test_comparison_with_real_models(real_index, real_generator, real_settings):
     assert "| Aspect |" in ans.text and ans.text.index("| Aspect |") > 0  # after the direct line
     assert ans.comparison_ids == [h.id for h in ans.hits[:2]]
     assert all(1 <= c.n <= len(ans.hits) for c in ans.citations)
-    from rag.citations import parse
+    from rag.compose.citations import parse
     assert all(1 <= n <= len(ans.hits) for n in parse(ans.text))
 
 
 def test_a_comparison_asked_about_one_aspect_puts_its_row_first(fake_embedder):
-    from rag.roles import MIN_ROLE, aspect_row
+    from rag.compose.roles import MIN_ROLE, aspect_row
 
     def built(aspect):
         first, scorer = aspect_row(aspect)

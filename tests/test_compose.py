@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from rag import compose, constrained
-from rag.answer import answer, resolve_mode
+from rag.compose import extractive as compose
+from rag.chat import constrained
+from rag.chat.answer import answer, resolve_mode
 from rag.errors import InvalidQuestionError
-from rag.evaluate_answers import summarise
-from rag.guards import RepeatGuard, answer_max_repeat, count_leaks, leak_reason, max_repeat
+from rag.evaluate.answers import summarise
+from rag.compose.guards import RepeatGuard, answer_max_repeat, count_leaks, leak_reason, max_repeat
 from rag.types import AnswerSentence, Hit, Paper
 from tests.conftest import ScriptedGenerator
 
@@ -232,7 +233,7 @@ def test_index_names_cannot_leave_the_indexes_directory(settings, name):
 
 
 def test_names_paper_rescues_a_short_question_naming_the_top_paper():
-    from rag.refusal import names_paper
+    from rag.compose.refusal import names_paper
 
     assert names_paper("What is FleetNet?", Hit(ROUTE, 1.0))
     assert names_paper("Which paper gives lower bounds for routing heuristics?", Hit(BOUND, 1.0))

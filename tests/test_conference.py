@@ -24,7 +24,7 @@ AREAS = ["optimization", "reinforcement learning", "learning theory",
 # --- the shared BM25 term rule -------------------------------------------------------------------
 @pytest.mark.parametrize("spelling", ["llama3-8b", "Llama-3-8B", "Llama 3 8B", "LLaMA-3 8B"])
 def test_model_size_spellings_share_one_term(spelling):
-    from rag.lexical import query_terms
+    from rag.backends.lexical import query_terms
 
     assert "llama38b" in query_terms(spelling)
 
@@ -33,7 +33,7 @@ def test_model_size_spellings_share_one_term(spelling):
                                          ("qwen 2.5 7b", "qwen257b"), ("GPT-4o", "gpt4o"),
                                          ("Go-Browse", "gobrowse")])
 def test_compound_names_get_a_joined_term(text, joined):
-    from rag.lexical import compound_terms
+    from rag.backends.lexical import compound_terms
 
     assert joined in compound_terms(text)
 
@@ -41,13 +41,13 @@ def test_compound_names_get_a_joined_term(text, joined):
 @pytest.mark.parametrize("text", ["fine-tuning", "second-order", "RL-tuning", "in 2018 we",
                                   "0.5 and 2018-2019", "rectified-flow"])
 def test_ordinary_hyphenated_words_and_numbers_get_no_joined_term(text):
-    from rag.lexical import compound_terms
+    from rag.backends.lexical import compound_terms
 
     assert compound_terms(text) == []
 
 
 def test_a_saved_bm25_index_from_the_old_term_rule_is_not_current(tmp_path):
-    from rag.lexical import VERSION_FILE, LexicalIndex
+    from rag.backends.lexical import VERSION_FILE, LexicalIndex
 
     LexicalIndex.build(["a"], ["Llama-3-8B fine-tuning"]).save(tmp_path / "bm25")
     assert LexicalIndex.is_current(tmp_path / "bm25")
@@ -61,7 +61,7 @@ def test_a_saved_bm25_index_from_the_old_term_rule_is_not_current(tmp_path):
                                         ("ECG", False), ("Speculative", False), ("RL-tuning", False),
                                         ("fine-tuning", False)])
 def test_name_like_words(word, named):
-    from rag.retrieve import name_like
+    from rag.retrieve.retriever import name_like
 
     assert name_like(word) is named
 
@@ -71,7 +71,7 @@ def test_name_like_words(word, named):
                                         ("Never Saddle: Reparameterized Descent", ""),
                                         ("Prism: a thing", ""), ("No colon in this title", "")])
 def test_title_names(title, name):
-    from rag.retrieve import title_name
+    from rag.retrieve.retriever import title_name
 
     assert title_name(title) == name
 
@@ -97,7 +97,7 @@ def test_title_names(title, name):
      "applications to computer vision, audio, language, and other modalities"], "papers"),
 ])
 def test_filters_said_in_words(question, filters, query):
-    from rag.slots import read_filters as read
+    from rag.understand.slots import read_filters as read
 
     intent = read(question, areas=AREAS)
     assert sorted(intent.filters.as_strings()) == sorted(filters)
@@ -109,14 +109,14 @@ def test_filters_said_in_words(question, filters, query):
     "papers on reinforcement learning for robotics", "What is the update time of the sparsifier?",
     "a widely accepted assumption in optimization theory"])
 def test_topics_are_not_read_as_filters(question):
-    from rag.slots import read_filters as read
+    from rag.understand.slots import read_filters as read
 
     intent = read(question, areas=AREAS)
     assert not intent.filters and intent.query == question
 
 
 def test_highest_rated_asks_for_an_order_not_a_filter():
-    from rag.slots import read_filters as read
+    from rag.understand.slots import read_filters as read
 
     intent = read("highest-rated papers on speculative decoding", areas=AREAS)
     assert intent.sort_phrase == "highest-rated" and not intent.filters
@@ -128,7 +128,7 @@ def test_highest_rated_asks_for_an_order_not_a_filter():
     ("Quelles méthodes accélèrent la diffusion ?", False, "Quelles méthodes accélèrent la diffusion ?"),
     ("What is GRPO?", False, "What is GRPO?")])
 def test_questions_in_another_script(question, foreign, query):
-    from rag.slots import read_filters as read
+    from rag.understand.slots import read_filters as read
 
     intent = read(question)
     assert intent.foreign is foreign and intent.query == query
@@ -136,7 +136,7 @@ def test_questions_in_another_script(question, foreign, query):
 
 
 def test_has_topic():
-    from rag.slots import has_topic
+    from rag.understand.slots import has_topic
 
     assert not has_topic("How many papers?") and not has_topic("") and not has_topic("list the papers")
     assert has_topic("papers on diffusion") and has_topic("GRPO")
@@ -150,7 +150,7 @@ def _paper(pid, status="Accept (Poster)", area="optimization", ratings=(), text=
 
 
 def test_facet_count_is_exact_and_lists_by_rating():
-    from rag.facets import facet_answer
+    from rag.conference.facets import facet_answer
     from rag.filters import Filters
 
     papers = {p.id: p for p in [
@@ -165,7 +165,7 @@ def test_facet_count_is_exact_and_lists_by_rating():
 
 
 def test_facet_count_of_nothing_says_what_the_index_holds():
-    from rag.facets import facet_answer
+    from rag.conference.facets import facet_answer
     from rag.filters import Filters
 
     papers = {"a": _paper("a"), "b": _paper("b", "Accept (Oral)")}
@@ -188,14 +188,14 @@ def test_facet_count_of_nothing_says_what_the_index_holds():
     ("how many on diffusion language models?", "diffusion language models"),
     ("on diffusion language models", "diffusion language models")])
 def test_topic_of_a_count_question(question, topic):
-    from rag.slots import count_topic, has_topic
+    from rag.understand.slots import count_topic, has_topic
 
     got = count_topic(question)
     assert got == topic or (not topic and not has_topic(got))
 
 
 def test_topic_count_rule_counts_phrases_in_title_keywords_or_abstract():
-    from rag.facets import topic_count
+    from rag.conference.facets import topic_count
 
     papers = {p.id: p for p in [
         _paper("a", title="Reinforcement-Learning for X"), _paper("b"), _paper("c"),
@@ -219,7 +219,7 @@ def test_topic_count_rule_counts_phrases_in_title_keywords_or_abstract():
     ("What about its results?", None), ("And for that paper?", None),
     ("What results does it report?", None), ("protein folding", None)])
 def test_new_subject(question, subject):
-    from rag.slots import new_subject
+    from rag.understand.slots import new_subject
 
     assert new_subject(question) == subject
 
@@ -227,9 +227,9 @@ def test_new_subject(question, subject):
 def test_a_refine_that_names_only_another_aspect_keeps_the_question():
     """"and what metrics?" after the datasets used to evaluate X: the metrics of X, not a
     search for "what metrics"; "and metrics for speech models?" names a new subject."""
-    from rag.history import Turn
-    from rag.operations import resolve_refine
-    from rag.plan import Plan
+    from rag.understand.history import Turn
+    from rag.chat.operations import resolve_refine
+    from rag.understand.plan import Plan
 
     q = "What datasets are used to evaluate long-context LMs?"
     asked = Plan("search", "survey", aspect="datasets", topic=q, query=q)
@@ -244,9 +244,9 @@ def test_a_refine_that_names_only_another_aspect_keeps_the_question():
 
 
 def test_a_new_subject_replaces_the_previous_one_instead_of_stacking():
-    from rag.history import Turn
-    from rag.operations import resolve_refine
-    from rag.plan import Plan
+    from rag.understand.history import Turn
+    from rag.chat.operations import resolve_refine
+    from rag.understand.plan import Plan
 
     asked = Plan("search", "survey", topic="KV cache compression",
                  query="Which papers study KV cache compression?")
@@ -291,14 +291,14 @@ def test_a_new_subject_replaces_the_previous_one_instead_of_stacking():
     ("papers on pruning or quantization", None),
     ("Is the paper on pruning better, or the one on quantization?", None)])
 def test_described_comparisons_are_split(question, sides):
-    from rag.slots import comparison_sides
+    from rag.understand.slots import comparison_sides
 
     assert comparison_sides(question) == sides
 
 
 # --- the checks runner -----------------------------------------------------------------------------
 def test_dev_file_is_well_formed_and_about_40_questions():
-    from rag.evaluate_checks import load_checks
+    from rag.evaluate.checks import load_checks
 
     rows = load_checks(DEV)
     assert 35 <= len(rows) <= 60
@@ -308,7 +308,7 @@ def test_dev_file_is_well_formed_and_about_40_questions():
 
 
 def test_checks_fail_when_the_answer_is_wrong():
-    from rag.evaluate_checks import check_answer
+    from rag.evaluate.checks import check_answer
 
     paper = _paper("x", "Accept (Poster)", ratings=[4])
     ans = Answer("q", "q", "There are 12 papers.", [], [Hit(paper, 1.0)], kind="count",
@@ -322,7 +322,7 @@ def test_checks_fail_when_the_answer_is_wrong():
 
 def test_a_malformed_checks_line_is_named(tmp_path):
     from rag.errors import PaperchatError
-    from rag.evaluate_checks import load_checks
+    from rag.evaluate.checks import load_checks
 
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"question": "q", "expect": {"top1": ["a"]}}\n{"question": "q"}\n')
@@ -333,8 +333,8 @@ def test_a_malformed_checks_line_is_named(tmp_path):
 # --- ICLR 2018: a list with authors (fake embedder: the filter is the catalog's) --------------------
 def test_papers_by_an_author_of_iclr2018(settings, fake_embedder):
     from index.build import build_index
-    from rag.answer import answer
-    from rag.retrieve import Retriever
+    from rag.chat.answer import answer
+    from rag.retrieve.retriever import Retriever
 
     path = SHARED_DATA / "iclr2018.jsonl"
     if not path.is_file():
@@ -362,7 +362,7 @@ def test_papers_by_an_author_of_iclr2018(settings, fake_embedder):
                                       "what is steporlm"])
 def test_a_short_name_question_on_the_seed_index_is_answered(question, real_index, real_settings,
                                                               real_generator):
-    from rag.answer import answer
+    from rag.chat.answer import answer
 
     ans = answer(question, retriever=real_index, generator=real_generator, settings=real_settings)
     assert not ans.refused and ans.hits[0].id == "ZrgxU8WMmG"
@@ -370,7 +370,7 @@ def test_a_short_name_question_on_the_seed_index_is_answered(question, real_inde
 
 @pytest.fixture(scope="module")
 def accepted_pipeline(accepted_index, real_embedder, real_generator):
-    from rag.pipeline import Pipeline
+    from rag.chat.pipeline import Pipeline
 
     settings, _, _ = accepted_index
     return Pipeline(settings, embedder=real_embedder, generator=real_generator)
@@ -385,9 +385,9 @@ def _dev_rows():
 @pytest.mark.parametrize("row", _dev_rows(), ids=lambda r: r["qid"])
 def test_dev_conference_question(row, accepted_pipeline):
     """Each question of the dev file with the real models on the accepted list: every check."""
-    from rag.answer import answer
-    from rag.history import turn_after
-    from rag.evaluate_checks import check_answer
+    from rag.chat.answer import answer
+    from rag.understand.history import turn_after
+    from rag.evaluate.checks import check_answer
 
     pipe = accepted_pipeline
     history = []
@@ -403,7 +403,7 @@ def test_dev_conference_question(row, accepted_pipeline):
 @pytest.mark.slow
 @pytest.mark.integration
 def test_dev_conference_share_and_json(accepted_pipeline, capsys):
-    from rag.evaluate_checks import format_checks, run_checks
+    from rag.evaluate.checks import format_checks, run_checks
 
     report = run_checks(DEV, accepted_pipeline.settings, pipeline=accepted_pipeline)
     with capsys.disabled():
@@ -421,7 +421,7 @@ def test_conversation_checks_nobody_tuned_the_rules_to(path, accepted_pipeline, 
     """The conversation checks written by people who had not read the code (tests/data/checks):
     a floor under the figures of their README (0.93-0.98 at its last stop), so a broken reader
     fails."""
-    from rag.evaluate_checks import format_checks, run_checks
+    from rag.evaluate.checks import format_checks, run_checks
 
     report = run_checks(path, accepted_pipeline.settings, pipeline=accepted_pipeline)
     with capsys.disabled():
@@ -430,7 +430,7 @@ def test_conversation_checks_nobody_tuned_the_rules_to(path, accepted_pipeline, 
 
 
 def test_a_year_every_paper_has_is_no_filter_and_another_year_matches_nothing(fake_index):
-    from rag.answer import answer
+    from rag.chat.answer import answer
 
     settings, retriever = fake_index  # the seed list: every paper is ICLR 2026
     ans = answer("Which ICLR 2026 paper proposes StepORLM?", retriever=retriever,
@@ -442,8 +442,8 @@ def test_a_year_every_paper_has_is_no_filter_and_another_year_matches_nothing(fa
 
 
 def test_filters_in_words_start_a_new_search_not_a_follow_up(fake_index):
-    from rag.answer import answer
-    from rag.history import turn_after
+    from rag.chat.answer import answer
+    from rag.understand.history import turn_after
 
     settings, retriever = fake_index
     first = answer("Which paper proposes StepORLM?", retriever=retriever,
@@ -467,7 +467,7 @@ def test_filters_in_words_start_a_new_search_not_a_follow_up(fake_index):
 def test_hostile_questions_are_read_quickly_without_errors(question):
     import time
 
-    from rag.slots import read_filters as read
+    from rag.understand.slots import read_filters as read
 
     t0 = time.perf_counter()
     intent = read(question, areas=AREAS)
@@ -478,8 +478,8 @@ def test_hostile_questions_are_read_quickly_without_errors(question):
 def test_a_position_past_the_last_answer_is_taken_from_the_one_before(seed_papers):
     """"the BibTeX of the second one" after "which of these are orals?" found one: [2] of the
     15 before it, said in a note; a position no answer had stays missing."""
-    from rag.history import Turn
-    from rag.operations import _list_with
+    from rag.understand.history import Turn
+    from rag.chat.operations import _list_with
 
     papers = list(seed_papers.values()) if isinstance(seed_papers, dict) else list(seed_papers)
     survey = Turn("papers on X", numbered={n: p for n, p in enumerate(papers[:15], 1)},

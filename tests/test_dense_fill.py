@@ -1,6 +1,6 @@
 """An index that answers while it builds (issue 22): the catalog and BM25 first, then the dense
 vectors in committed batches (index.build, index.dense); retrieval over a partly embedded index
-(rag.coverage, rag.retrieve.PartialRetriever); the coverage that answers, ``--json`` and the UI
+(rag.retrieve.coverage, rag.retrieve.retriever.PartialRetriever); the coverage that answers, ``--json`` and the UI
 header state; kill -9 at random points of the dense fill; the finished index equal to an
 uninterrupted build.
 
@@ -30,10 +30,10 @@ from index.catalog import Catalog
 from index.dense import DenseProgress, DenseView, batch_path, matches_where, progress, read_batch
 from index.reader import open_store
 from index.sources import LoadResult, load_papers
-from rag.coverage import coverage_line, fuse_unscored, merge_scores, score_unembedded
-from rag.lexical import LexicalIndex
-from rag.rendering import answer_json
-from rag.retrieve import PartialRetriever, Ranking, Retriever, zfusion
+from rag.retrieve.coverage import coverage_line, fuse_unscored, merge_scores, score_unembedded
+from rag.backends.lexical import LexicalIndex
+from rag.compose.rendering import answer_json
+from rag.retrieve.retriever import PartialRetriever, Ranking, Retriever, zfusion
 from tests.conftest import ROOT, SEED, SHARED_DATA, FakeEmbedder, ScriptedGenerator
 
 QUIET = {"progress": False, "log": lambda m: None}
@@ -146,7 +146,7 @@ def test_a_partly_embedded_index_searches_every_paper_by_its_words(partial, seed
     res = part.search(CVRP_QUESTION, k=5)
     assert res.hits[0].id == CVRP == whole.search(CVRP_QUESTION, k=5).hits[0].id
     # scored on demand: the same best-chunk cosine as the whole index, in the hit and in the
-    # dense ranking refusal reads (rag.refusal)
+    # dense ranking refusal reads (rag.compose.refusal)
     cvrp = whole.store.best_similarity(FakeEmbedder().embed([CVRP_QUESTION])[0], [CVRP],
                                        whole.n_chunks)[CVRP]
     assert res.hits[0].dense == pytest.approx(cvrp, abs=1e-5)
@@ -163,7 +163,7 @@ def test_without_on_demand_scores_a_paper_without_a_vector_still_ranks_by_its_wo
     the fixed one; fused with the floor (no vector counted as the least similar candidate:
     plain z-score fusion, or the learned fusion's own NaN rule), it fell to 4th-11th place
     with either fusion (3rd once with the learned one: BM25's top paper has a bonus of its own)."""
-    import rag.coverage as coverage
+    import rag.retrieve.coverage as coverage
 
     settings = settings.model_copy(update={"fusion": fusion})
     build(seed, settings)
@@ -186,8 +186,8 @@ def test_the_learned_fusion_gives_a_paper_without_a_vector_its_bm25_z_score():
     each vector channel's pool is its BM25 z-score (so the shipped weights fuse it as
     (w_prf + w_bm25) z(bm25) plus its BM25 bonus); a known paper keeps NaN (the floor: it is
     not among the nearest chunks), a real score is never replaced; "neutral" gives the mean."""
-    from rag.coverage import impute_unscored
-    from rag.fusion import Channels, FusionModel, _zscores
+    from rag.retrieve.coverage import impute_unscored
+    from rag.retrieve.fusion import Channels, FusionModel, _zscores
 
     def channels():
         return Channels(
@@ -219,7 +219,7 @@ def test_refusal_stays_calibrated_on_a_partly_embedded_index(partial, seed):
     """3 of 19 papers embedded: questions about the others are answered (their best cosine comes
     from the papers scored on demand, and it is the whole index's), questions about nothing in
     the corpus are refused."""
-    from rag.refusal import is_out_of_corpus
+    from rag.compose.refusal import is_out_of_corpus
 
     settings, whole, part, embedded = partial
 
@@ -242,7 +242,7 @@ def test_refusal_stays_calibrated_on_a_partly_embedded_index(partial, seed):
 
 def test_an_answer_on_a_partly_embedded_index_states_its_coverage(partial, capsys):
     from rag.cli import _answer_here
-    from rag.pipeline import Pipeline
+    from rag.chat.pipeline import Pipeline
 
     settings, whole, part, embedded = partial
     pipe = Pipeline(settings, embedder=FakeEmbedder(), generator=ScriptedGenerator())
@@ -261,7 +261,7 @@ def test_an_answer_on_a_partly_embedded_index_states_its_coverage(partial, capsy
 
 def test_a_whole_index_has_no_coverage_key(fake_index, capsys):
     from rag.cli import _answer_here
-    from rag.pipeline import Pipeline
+    from rag.chat.pipeline import Pipeline
 
     settings, retriever = fake_index
     pipe = Pipeline(settings, embedder=FakeEmbedder(), generator=ScriptedGenerator())
@@ -339,7 +339,7 @@ def test_the_ui_header_says_how_far_the_index_is():
 def test_the_ui_header_is_live_while_the_index_is_embedded(partial):
     import gradio as gr
 
-    from rag.pipeline import Pipeline
+    from rag.chat.pipeline import Pipeline
     from ui.app import build_app
 
     settings, whole, part, embedded = partial
@@ -436,7 +436,7 @@ def test_a_reader_never_waits_on_the_build_and_never_sees_a_half_written_batch(s
 def test_a_running_app_picks_up_new_vectors_without_reopening(settings, seed, monkeypatch):
     import index.build as build_mod
     import index.catalog as catalog_mod
-    from rag.pipeline import Pipeline
+    from rag.chat.pipeline import Pipeline
 
     monkeypatch.setattr(build_mod, "PAPERS_PER_STEP", 4)
     target = seed[-1]  # in the last batch
@@ -505,7 +505,7 @@ def test_an_interrupted_and_resumed_build_equals_an_uninterrupted_one(tmp_path, 
     to the byte, as one build that was never stopped."""
     import index.build as build_mod
     import index.catalog as catalog_mod
-    import rag.store as store_mod
+    import rag.backends.store as store_mod
     from rag.settings import Settings
 
     monkeypatch.setattr(build_mod, "PAPERS_PER_STEP", 3)
@@ -752,7 +752,7 @@ def test_paperchat_index_passes_the_fill_nice_setting(monkeypatch, tmp_path):
 
 def test_a_build_prepares_the_embedder_when_it_has_papers_to_embed(settings):
     """build_index calls the embedder's prepare() (the ONNX export in a process of its own,
-    rag.onnx_embedder.OnnxEmbedder.prepare) when phase 1 begins, only if there is a fill."""
+    rag.backends.onnx_embedder.OnnxEmbedder.prepare) when phase 1 begins, only if there is a fill."""
 
     class Preparing(FakeEmbedder):
         def __init__(self):

@@ -1,4 +1,4 @@
-"""BibTeX, reference lists and Markdown export (rag.export): every .bib parses back with
+"""BibTeX, reference lists and Markdown export (rag.conference.export): every .bib parses back with
 bibtexparser, keys are unique, and titles with LaTeX or special characters survive."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import bibtexparser
 import pytest
 
-from rag import export
+from rag.conference import export
 from rag.types import Answer, AnswerSentence, Citation, Hit, Paper
 
 TRICKY_TITLES = [

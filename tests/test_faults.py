@@ -33,7 +33,7 @@ import pytest
 
 from bench.load import free_port, start_chroma, start_llm_server
 from rag.errors import BackendUnavailableError
-from rag.generator import OpenAIServerGenerator
+from rag.backends.generator import OpenAIServerGenerator
 from conftest import SEED, SHARED_DATA, FakeEmbedder
 
 CVRP = "aITKXFeivk"
@@ -193,7 +193,7 @@ def test_a_server_that_never_answers_times_out(silent_port):
 
 def test_answer_keeps_the_sources_when_the_llm_breaks_off(fake_index, fake_llm):
     """The hits event comes before the failure: the UI has shown the sources by then."""
-    from rag.answer import HitsEvent, answer_stream
+    from rag.chat.answer import HitsEvent, answer_stream
 
     settings, retriever = fake_index
     events = []
@@ -213,7 +213,7 @@ def test_ui_shows_the_error_and_keeps_the_sources_then_serves_again(fake_index, 
                                                                     fake_llm):
     import gradio as gr
 
-    from rag.pipeline import Pipeline
+    from rag.chat.pipeline import Pipeline
     from ui.app import ChatApp
 
     settings, retriever = fake_index
@@ -267,7 +267,7 @@ def test_real_llm_server_killed_mid_answer(llm_server, tmp_path):
 
 # --- the Chroma server ----------------------------------------------------------------------------
 def test_chroma_down_at_start_is_a_clear_error():
-    from rag.store import ChromaStore
+    from rag.backends.store import ChromaStore
 
     url = f"http://127.0.0.1:{free_port()}"
     t0 = time.monotonic()
@@ -278,7 +278,7 @@ def test_chroma_down_at_start_is_a_clear_error():
 
 
 def test_chroma_hung_at_start_gives_up_within_the_connect_timeout(silent_port):
-    from rag.store import CONNECT_TIMEOUT_S, ChromaStore
+    from rag.backends.store import CONNECT_TIMEOUT_S, ChromaStore
 
     t0 = time.monotonic()
     with pytest.raises(BackendUnavailableError, match=r"within 5 s"):
@@ -287,7 +287,7 @@ def test_chroma_hung_at_start_gives_up_within_the_connect_timeout(silent_port):
 
 
 def test_not_a_chroma_server_is_said_so(fake_llm):
-    from rag.store import ChromaStore
+    from rag.backends.store import ChromaStore
 
     with pytest.raises(BackendUnavailableError, match="is this a Chroma server"):
         ChromaStore(None, url=f"http://127.0.0.1:{fake_llm.port}", collection="paperchat-x")
@@ -296,7 +296,7 @@ def test_not_a_chroma_server_is_said_so(fake_llm):
 def test_cli_with_chroma_down_prints_one_line_and_exits_2(settings, monkeypatch, capsys):
     from rag.cli import main
 
-    monkeypatch.setattr("rag.embedder.make_embedder", lambda s: FakeEmbedder())
+    monkeypatch.setattr("rag.backends.embedder.make_embedder", lambda s: FakeEmbedder())
     url = f"http://127.0.0.1:{free_port()}"
     t0 = time.monotonic()
     assert main(["index", str(SEED), "--quiet", "--chroma-url", url]) == 2
@@ -319,8 +319,8 @@ def test_chroma_gone_or_hung_mid_session(chroma_server, settings, fake_embedder)
     """Server mode with the fake embedder: build, query; then SIGSTOP the server (hung: the
     query gives up after the store's request timeout) and SIGKILL it (gone: at once)."""
     from index.build import build_index
-    from rag.retrieve import Retriever
-    from rag.store import ChromaStore
+    from rag.retrieve.retriever import Retriever
+    from rag.backends.store import ChromaStore
 
     settings = settings.model_copy(update={"chroma_url": chroma_server.url})
     build_index(SEED, settings=settings, embedder=fake_embedder, progress=False,
@@ -358,7 +358,7 @@ def _counts(settings):
 
 
 def _still_usable(settings, embedder):
-    from rag.retrieve import Retriever
+    from rag.retrieve.retriever import Retriever
 
     r = Retriever.open(settings, embedder)
     assert r.search(CVRP_QUESTION, k=3).hits[0].id == CVRP
@@ -402,7 +402,7 @@ def test_cli_unwritable_home_is_one_clear_line(tmp_path, monkeypatch, capsys):
     home.write_text("not a directory")
     monkeypatch.setenv("PAPERCHAT_HOME", str(home))
     monkeypatch.setenv("PAPERCHAT_EMBEDDER", "fake-bow")
-    monkeypatch.setattr("rag.embedder.make_embedder", lambda s: FakeEmbedder())
+    monkeypatch.setattr("rag.backends.embedder.make_embedder", lambda s: FakeEmbedder())
     assert main(["index", str(SEED), "--quiet"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and str(home) in err[0]
@@ -436,8 +436,8 @@ def test_disk_full_while_indexing_leaves_the_index_usable(fake_index, fake_embed
     BM25 save at the end: an OSError naming the cause; the old index still answers; the next
     build, with space again, finishes the job."""
     from index.build import build_index
-    from rag.lexical import LexicalIndex
-    from rag.store import ChromaStore
+    from rag.backends.lexical import LexicalIndex
+    from rag.backends.store import ChromaStore
 
     settings, _ = fake_index
     before = _counts(settings)

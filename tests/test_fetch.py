@@ -291,8 +291,9 @@ def test_help_says_it_is_the_only_command_that_uses_the_network():
 def test_fetch_then_index_indexes_what_it_fetched(replay, tmp_path, monkeypatch):
     """--index NAME builds the index from the fetched file (the fake embedder stands in for the
     real model at its constructor, so this stays a unit test)."""
-    from rag import cli, embedder
-    from rag.retrieve import Retriever
+    from rag import cli
+    from rag.backends import embedder
+    from rag.retrieve.retriever import Retriever
     from tests.conftest import FakeEmbedder
 
     home = tmp_path / "home"

@@ -20,7 +20,7 @@ QUESTION = "hybrid genetic search for CVRP with a reinforcement-finetuned LLM"
 
 # --- the weights file -----------------------------------------------------------------------
 def test_the_shipped_weights_load_and_name_known_features():
-    from rag.fusion import CANDIDATE, QUERY, WEIGHTS_FILE, FusionModel, shipped
+    from rag.retrieve.fusion import CANDIDATE, QUERY, WEIGHTS_FILE, FusionModel, shipped
 
     model = FusionModel.load(WEIGHTS_FILE)
     assert model.features and len(model.weights) == len(model.features)
@@ -42,7 +42,7 @@ def test_the_shipped_weights_load_and_name_known_features():
     ({"format_version": 1, "features": ["bm25", "prf"], "weights": [1.0]}, "one weight per"),
 ])
 def test_a_bad_weights_file_is_refused_with_the_reason(tmp_path, bad, message):
-    from rag.fusion import FusionModel
+    from rag.retrieve.fusion import FusionModel
 
     path = tmp_path / "w.json"
     path.write_text(json.dumps(bad))
@@ -51,8 +51,8 @@ def test_a_bad_weights_file_is_refused_with_the_reason(tmp_path, bad, message):
 
 
 def test_the_on_topic_threshold_is_refusals():
-    from rag.fusion import ON_TOPIC_COSINE
-    from rag.refusal import MIN_DENSE
+    from rag.retrieve.fusion import ON_TOPIC_COSINE
+    from rag.compose.refusal import MIN_DENSE
 
     assert ON_TOPIC_COSINE == MIN_DENSE
 
@@ -75,7 +75,7 @@ def test_the_training_script_writes_the_committed_weights_of_a_tiny_fixture(fake
     """bench/train_fusion.py on the seed corpus (fake embedder, TL;DR = first sentence) writes
     exactly tests/data/fusion_tiny_weights.json, twice; --check agrees and catches a change."""
     from bench.train_fusion import run
-    from rag.fusion import FusionModel
+    from rag.retrieve.fusion import FusionModel
 
     _, retriever = fake_index
     papers = _tiny_papers(tmp_path)
@@ -90,7 +90,7 @@ def test_the_training_script_writes_the_committed_weights_of_a_tiny_fixture(fake
 
 
 def test_fit_ranks_the_gold_paper_first_on_separable_data():
-    from rag.fusion import Channels, fit
+    from rag.retrieve.fusion import Channels, fit
 
     def ch(gold_bm25: float) -> Channels:
         n = 5
@@ -108,7 +108,7 @@ def test_fit_ranks_the_gold_paper_first_on_separable_data():
 
 # --- features on a fake-embedder index --------------------------------------------------------
 def test_channels_and_features_on_a_fake_index(fake_index):
-    from rag.fusion import RARE_DF, feature_matrix
+    from rag.retrieve.fusion import RARE_DF, feature_matrix
     from rag.text import normalise
 
     settings, retriever = fake_index
@@ -134,7 +134,7 @@ def test_channels_and_features_on_a_fake_index(fake_index):
     assert ((0 <= f[:, 3]) & (f[:, 3] <= 1 + 1e-9)).all()
     assert ((0 <= f[:, 4]) & (f[:, 4] <= 1 + 1e-9)).all()
     texts = retriever.search_texts()
-    from rag.lexical import query_terms
+    from rag.backends.lexical import query_terms
 
     for (term, rows), df in zip(retriever.lexical.term_rows(normalise(QUESTION)), ch.term_df):
         having = {p for p, t in texts.items() if term in set(query_terms(t))}
@@ -145,7 +145,7 @@ def test_channels_and_features_on_a_fake_index(fake_index):
 
 
 def test_features_are_only_computed_when_a_model_needs_them(fake_index):
-    from rag.fusion import needs
+    from rag.retrieve.fusion import needs
 
     _, retriever = fake_index
     assert needs(["prf", "bm25", "bm25_top*bm25_margin_over1*on_topic"]) == set()
@@ -155,8 +155,8 @@ def test_features_are_only_computed_when_a_model_needs_them(fake_index):
 
 
 def test_search_uses_the_learned_fusion_and_fixed_is_the_convex_combination(fake_index):
-    from rag.fusion import feature_matrix, shipped
-    from rag.retrieve import zfusion
+    from rag.retrieve.fusion import feature_matrix, shipped
+    from rag.retrieve.retriever import zfusion
 
     settings, retriever = fake_index
     learned = retriever.search(QUESTION, k=10, evidence=False, feedback=False)
@@ -183,7 +183,7 @@ def test_search_uses_the_learned_fusion_and_fixed_is_the_convex_combination(fake
     ({"a": 3.0, "b": 2.0}, [], ["a"], ["b"], "a", False),
 ])
 def test_put_named_first(fused, named, bm25_top, prf_top, first, overruled):
-    from rag.retrieve import put_named_first
+    from rag.retrieve.retriever import put_named_first
 
     out, meta = put_named_first(fused, named, bm25_top, prf_top)
     assert max(out, key=out.get) == first
@@ -206,7 +206,7 @@ NAMED_PAPERS = [
 @pytest.fixture
 def named_index(tmp_path, settings, fake_embedder):
     from index.build import build_index
-    from rag.retrieve import Retriever
+    from rag.retrieve.retriever import Retriever
 
     path = tmp_path / "named.jsonl"
     path.write_text("".join(json.dumps(p) + "\n" for p in NAMED_PAPERS))
@@ -229,7 +229,7 @@ def test_a_title_name_written_as_a_plain_word_names_only_a_rare_one(named_index,
 
 # --- the eval report ---------------------------------------------------------------------------
 def test_the_eval_report_keeps_its_keys_and_adds_the_oracle(fake_index):
-    from rag.evaluate import run_queries
+    from rag.evaluate.retrieval import run_queries
 
     settings, retriever = fake_index
     queries = [
@@ -258,7 +258,7 @@ def test_the_eval_report_keeps_its_keys_and_adds_the_oracle(fake_index):
 
 
 def test_the_text_report_shows_the_oracle_and_the_gap(fake_index):
-    from rag.evaluate import format_report, run_queries
+    from rag.evaluate.retrieval import format_report, run_queries
 
     settings, retriever = fake_index
     report = run_queries([{"qid": "a", "type": "specific", "question": QUESTION,
@@ -284,7 +284,7 @@ def test_the_text_report_shows_the_oracle_and_the_gap(fake_index):
 def test_coined_names_are_masked(title, tldr, expected):
     from collections import Counter
 
-    from rag.evaluate_tldr import coined_names, mask_names
+    from rag.evaluate.tldr import coined_names, mask_names
 
     text, found = mask_names(tldr, coined_names(title, Counter()))
     assert text == expected
@@ -292,7 +292,7 @@ def test_coined_names_are_masked(title, tldr, expected):
 
 
 def test_tldr_queries_follow_the_split_and_drop_a_bare_name():
-    from rag.evaluate_tldr import part_of, split_of, tldr_queries
+    from rag.evaluate.tldr import part_of, split_of, tldr_queries
 
     papers = [{"id": f"id{i}", "title": "MOSAIC: Personal Generation" if i == 0 else f"T{i}",
                "abstract": "x", "tldr": "MOSAIC" if i == 0 else f"We study problem number {i}."}
@@ -311,8 +311,8 @@ def test_tldr_queries_follow_the_split_and_drop_a_bare_name():
 
 def test_the_split_is_shared_evals():
     """Every gold paper of shared/eval's dev files is in the dev split."""
-    from rag.evaluate import load_queries
-    from rag.evaluate_tldr import split_of
+    from rag.evaluate.retrieval import load_queries
+    from rag.evaluate.tldr import split_of
 
     files = sorted(SHARED_EVAL.glob("dev_*.jsonl"))
     if not files:
@@ -335,14 +335,14 @@ TITLE = ("Distilling the Thought, Watermarking the Answer: A Principle Semantic 
     ('Title: StepORLM Abstract: """We', [TITLE], True),
 ])
 def test_a_quoted_title_is_no_prompt_leak(text, titles, leak):
-    from rag.guards import count_leaks, leak_reason
+    from rag.compose.guards import count_leaks, leak_reason
 
     assert (leak_reason(text, titles) is not None) is leak
     assert count_leaks(text, titles) == int(leak)
 
 
 def test_eval_answers_counts_no_leak_for_an_answer_naming_that_title():
-    from rag.evaluate_answers import record
+    from rag.evaluate.answers import record
     from rag.types import Answer, Hit, Paper
 
     paper = Paper("wm", TITLE, "We watermark reasoning models.")
@@ -355,7 +355,7 @@ def test_eval_answers_counts_no_leak_for_an_answer_naming_that_title():
 def test_eval_answers_counts_no_leak_for_the_templates_own_heading():
     # the extractive answer's "Other papers:" matched the Papers: scaffolding rule: 31 of 45
     # dev_hard answers were counted as leaks for it; the same words written by a model still are
-    from rag.evaluate_answers import record
+    from rag.evaluate.answers import record
     from rag.types import Answer, AnswerSentence, Hit, Paper
 
     paper = Paper("wm", TITLE, "We watermark reasoning models.")
@@ -372,7 +372,7 @@ def test_eval_answers_counts_no_leak_for_the_templates_own_heading():
 def test_learned_fusion_finds_the_seed_questions_first(real_index, real_settings):
     """dev_easy's seed questions (the bundled corpus, real embedder): every gold paper first,
     with the learned fusion as with the fixed one."""
-    from rag.evaluate import load_queries
+    from rag.evaluate.retrieval import load_queries
 
     path = SHARED_EVAL / "dev_easy.jsonl"
     if not path.is_file():

@@ -5,10 +5,10 @@ import json
 import numpy as np
 import pytest
 
-from rag import grounding
-from rag.answer import answer, build_messages
-from rag.grounding import ground, support_matrix
-from rag.lexical import query_terms
+from rag.compose import grounding
+from rag.chat.answer import answer, build_messages
+from rag.compose.grounding import ground, support_matrix
+from rag.backends.lexical import query_terms
 from rag.types import Hit, Paper
 
 T = grounding.CALIBRATED_THRESHOLD
@@ -147,7 +147,7 @@ def test_injected_abstract_end_to_end(tmp_path, settings, fake_embedder, scripte
     """Index the seed corpus plus a paper whose abstract carries an injection; the scripted model
     obeys it, and the pipeline still drops the invalid citation and flags the sentence."""
     from index.build import build_index
-    from rag.retrieve import Retriever
+    from rag.retrieve.retriever import Retriever
     from tests.conftest import SEED
 
     corpus = tmp_path / "corpus.jsonl"
@@ -192,7 +192,7 @@ def _paraphrase(sentence: str) -> str:
 @pytest.mark.integration
 @pytest.mark.slow
 def test_calibration_on_real_abstracts(real_embedder):
-    """A smaller re-run of the calibration in rag.grounding's docstring: 100 papers, positives are
+    """A smaller re-run of the calibration in rag.compose.grounding's docstring: 100 papers, positives are
     their own sentences lightly paraphrased, negatives a sentence of the paper with the nearest
     title (among 1,500), both scored against the paper."""
     import random

@@ -40,7 +40,7 @@ MB = 1 << 20
 def hindex(tmp_path_factory):
     """(settings, retriever, embedder, counts) over the seed corpus, shared by the module."""
     from index.build import build_index
-    from rag.retrieve import Retriever
+    from rag.retrieve.retriever import Retriever
     from rag.settings import Settings
 
     settings = Settings(home=tmp_path_factory.mktemp("hostile_home"), embedder="fake-bow")
@@ -61,7 +61,7 @@ def _counts(settings, name):
 
 
 def ask(hindex, question, reply="The paper refines hybrid genetic search [1].", filters=None):
-    from rag.answer import answer
+    from rag.chat.answer import answer
 
     settings, retriever, embedder, _ = hindex
     gen = ScriptedGenerator([reply])
@@ -131,7 +131,7 @@ def test_hostile_questions(hindex, case, question, expected):
     elif expected == "refused":
         assert ans.refused and gen.history == []
     # whatever the outcome: clean text, JSON-able, citations only to retrieved papers
-    from rag.rendering import answer_json
+    from rag.compose.rendering import answer_json
 
     json.dumps(answer_json(ans), ensure_ascii=False).encode("utf-8")
     assert not any(unicodedata.category(ch) in ("Cc", "Cs", "Cf") and ch not in "\n\t"
@@ -249,7 +249,7 @@ MODEL_PATHS = [
 
 @pytest.mark.parametrize("kind, message", MODEL_PATHS, ids=[m[0] for m in MODEL_PATHS])
 def test_bad_model_paths(tmp_path, kind, message):
-    from rag.generator import LlamaCppGenerator
+    from rag.backends.generator import LlamaCppGenerator
 
     path = _model_path(kind, tmp_path)
     result: list = []
@@ -271,7 +271,7 @@ def _raises(fn, *args):
 
 
 def test_gguf_header_with_garbage_body_fails_at_load_not_crash(tmp_path):
-    from rag.generator import LlamaCppGenerator
+    from rag.backends.generator import LlamaCppGenerator
 
     p = tmp_path / "garbage.gguf"
     p.write_bytes(b"GGUF" + bytes(range(256)) * 8)
@@ -284,7 +284,7 @@ def test_serve_with_an_unloadable_model_says_so_before_listening(tmp_path, monke
     import ui.app as ui_app
     from rag.cli import main
 
-    monkeypatch.setattr("rag.embedder.make_embedder", lambda s: FakeEmbedder())
+    monkeypatch.setattr("rag.backends.embedder.make_embedder", lambda s: FakeEmbedder())
     monkeypatch.setenv("PAPERCHAT_HOME", str(tmp_path / "home"))
     launched = []
     monkeypatch.setattr(ui_app, "launch", lambda *a, **kw: launched.append(kw))
@@ -297,7 +297,7 @@ def test_serve_with_an_unloadable_model_says_so_before_listening(tmp_path, monke
 
 
 def test_warm_up_runs_the_embedder_and_loads_a_local_model(settings, fake_embedder):
-    from rag.pipeline import Pipeline
+    from rag.chat.pipeline import Pipeline
 
     class LoadableGenerator:
         name = "fake.gguf"
@@ -319,7 +319,7 @@ def test_cli_bad_model_is_one_line_before_retrieval(tmp_path, monkeypatch, capsy
     from rag.cli import main
 
     embedder = FakeEmbedder()
-    monkeypatch.setattr("rag.embedder.make_embedder", lambda s: embedder)
+    monkeypatch.setattr("rag.backends.embedder.make_embedder", lambda s: embedder)
     monkeypatch.setenv("PAPERCHAT_HOME", str(tmp_path / "home"))
     path = _model_path(kind, tmp_path / "models" if kind == "directory" else tmp_path)
     Path(path).parent.mkdir(parents=True, exist_ok=True)
@@ -386,7 +386,7 @@ CORPUS = [
 def corpus_index(tmp_path_factory):
     """The seed corpus plus every CORPUS record, indexed with the fake embedder."""
     from index.build import build_index
-    from rag.retrieve import Retriever
+    from rag.retrieve.retriever import Retriever
     from rag.settings import Settings
 
     tmp = tmp_path_factory.mktemp("hostile_corpus")
@@ -510,7 +510,7 @@ def _free_port() -> int:
 
 @pytest.fixture(scope="module")
 def served(hindex):
-    from rag.pipeline import Pipeline
+    from rag.chat.pipeline import Pipeline
     from ui import app as ui_app
 
     settings, retriever, embedder, _ = hindex
@@ -578,8 +578,8 @@ def test_public_bind_without_auth_warns(monkeypatch, capsys, hindex):
     launched: list[dict] = []
     monkeypatch.setenv("PAPERCHAT_HOME", str(settings.home))
     monkeypatch.setenv("PAPERCHAT_EMBEDDER", "fake-bow")
-    monkeypatch.setattr("rag.embedder.make_embedder", lambda s: embedder)
-    monkeypatch.setattr("rag.generator.make_generator", lambda s: ScriptedGenerator())
+    monkeypatch.setattr("rag.backends.embedder.make_embedder", lambda s: embedder)
+    monkeypatch.setattr("rag.backends.generator.make_generator", lambda s: ScriptedGenerator())
     monkeypatch.setattr(ui_app, "launch", lambda demo, **kw: launched.append(kw))
     assert main(["serve", "--host", "0.0.0.0", "--port", "1"]) == 0
     err = capsys.readouterr().err
@@ -620,7 +620,7 @@ def test_anonymous_uploads_are_refused(served):
 
 
 def test_a_paper_with_a_thousand_chunks_does_not_crowd_out_the_dense_side(corpus_index):
-    from rag.retrieve import MIN_DENSE_PAPERS
+    from rag.retrieve.retriever import MIN_DENSE_PAPERS
     from rag.text import normalise
 
     _, retriever, _, _, _ = corpus_index

@@ -360,7 +360,7 @@ def test_knn_preservation_of_pca_on_a_line_is_perfect_and_random_is_low():
 def test_bench_layout_runs_on_a_small_index(settings, fake_embedder):
     """``paperchat bench layout`` on 40 papers, PCA only, one round: it reports figures (a
     benchmark never fails on time; this only keeps it running)."""
-    from rag.bench import bench_layout, format_result
+    from rag.evaluate.bench import bench_layout, format_result
 
     papers = load_papers(SEED).papers
     build(papers + [replace(p, id=f"{p.id}-copy", title=f"{p.title} (copy)") for p in papers] +

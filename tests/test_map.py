@@ -1,4 +1,4 @@
-"""The conference map, rating histogram and per-area table (rag.mapfigure) and ``paperchat map``.
+"""The conference map, rating histogram and per-area table (rag.conference.mapfigure) and ``paperchat map``.
 
 Layouts here are a PCA of the fake embedder's vectors (:func:`pca_layout`), built as
 :class:`index.layout.Layout` when that module is there, else as a look-alike with the same fields;
@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from conftest import SEED, FakeEmbedder
-from rag import mapfigure as mf
+from rag.conference import mapfigure as mf
 from rag.filters import Filters
 from rag.types import Answer, Citation, Hit, Paper
 
@@ -452,7 +452,7 @@ def chat_app(fake_index, fake_embedder, monkeypatch):
     pytest.importorskip("gradio")
     import index.layout as layout_module
     from conftest import ScriptedGenerator
-    from rag.pipeline import Pipeline
+    from rag.chat.pipeline import Pipeline
     from ui.app import ChatApp
 
     settings, retriever = fake_index
@@ -494,7 +494,7 @@ def test_map_view_asks_again_after_the_index_is_reopened(chat_app):
     app, calls = chat_app
     first = list(app.map_parts("primary_area", "any", "any", []))[-1]
     layout = app.cached_layout(app.pipeline.current_retriever())
-    from rag.retrieve import Retriever
+    from rag.retrieve.retriever import Retriever
 
     app.pipeline._retriever = Retriever.open(app.settings, app.pipeline.embedder)  # a reopen
     app.pipeline._seen = app.pipeline._watch()[0]

@@ -45,7 +45,7 @@ def serve(pipeline, auth=None):
 
 @pytest.fixture
 def served(fake_index, fake_embedder):
-    from rag.pipeline import Pipeline
+    from rag.chat.pipeline import Pipeline
 
     settings, retriever = fake_index
     demo, url = serve(Pipeline(settings, embedder=fake_embedder, generator=ScriptedGenerator(),
@@ -199,7 +199,7 @@ def test_bad_input_is_an_error_result_with_a_message(served):
 def test_auth_protects_the_mcp_endpoint(fake_index, fake_embedder):
     import httpx
 
-    from rag.pipeline import Pipeline
+    from rag.chat.pipeline import Pipeline
 
     settings, retriever = fake_index
     demo, url = serve(Pipeline(settings, embedder=fake_embedder, generator=ScriptedGenerator(),
@@ -253,7 +253,7 @@ def test_search_finds_the_vehicle_routing_paper_from_a_paraphrase_real_embedder(
         real_settings, real_embedder, real_index):
     """With the real embedder, a description that shares almost no word with the paper's title
     or abstract (trucks, recombination, language model) still finds it first."""
-    from rag.pipeline import Pipeline
+    from rag.chat.pipeline import Pipeline
 
     demo, url = serve(Pipeline(real_settings, embedder=real_embedder,
                                generator=ScriptedGenerator(), retriever=real_index))
@@ -290,7 +290,7 @@ def test_serve_mcp_flag_reaches_launch_and_prints_the_endpoint(monkeypatch, caps
         def warm_up(self, system_prompt=None):
             return {"index": 1.0}
 
-    monkeypatch.setattr("rag.pipeline.Pipeline", FakePipeline)
+    monkeypatch.setattr("rag.chat.pipeline.Pipeline", FakePipeline)
     monkeypatch.setattr(ui_app, "build_app", lambda p: "demo")
     monkeypatch.setattr(ui_app, "launch", lambda demo, **kw: launched.append(kw))
     monkeypatch.setattr(ui_mcp, "add_tools", lambda demo: added.append(demo))

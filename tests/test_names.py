@@ -1,4 +1,4 @@
-"""The paper names an index keeps (rag/names.py's names file): written by the build, read by the
+"""The paper names an index keeps (rag/understand/names.py's names file): written by the build, read by the
 retriever only when made from the same papers by the same code, and the same find() results as a
 NameIndex built afresh, on a few papers and on the whole ICLR 2026 list (shared data)."""
 
@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from rag import names
-from rag.names import NameIndex, papers_key, write_names
+from rag.understand import names
+from rag.understand.names import NameIndex, papers_key, write_names
 from rag.paths import IndexPaths
 from rag.types import Paper
 from tests.conftest import SEED, shared
@@ -91,7 +91,7 @@ def test_the_build_writes_the_names_and_the_retriever_reads_them(settings, fake_
     """An index built with names= has its names file from phase 1; the retriever reads it (no
     NameIndex is built) and it equals a fresh one."""
     from index.build import build_index
-    from rag.retrieve import Retriever
+    from rag.retrieve.retriever import Retriever
 
     build_index(SEED, settings=settings, embedder=fake_embedder, progress=False,
                 log=lambda m: None, names=write_names)
@@ -122,7 +122,7 @@ def test_an_index_without_a_names_file_still_answers_and_gets_one(settings, fake
     """An index built before names files existed (or by a build given no names=): the first
     reader builds the names and saves them for the next one."""
     from index.build import build_index
-    from rag.retrieve import Retriever
+    from rag.retrieve.retriever import Retriever
 
     build_index(SEED, settings=settings, embedder=fake_embedder, progress=False,
                 log=lambda m: None)
@@ -137,7 +137,7 @@ def test_an_index_without_a_names_file_still_answers_and_gets_one(settings, fake
 
 def test_a_read_only_index_keeps_its_names_in_memory(settings, fake_embedder, monkeypatch):
     from index.build import build_index
-    from rag.retrieve import Retriever
+    from rag.retrieve.retriever import Retriever
 
     build_index(SEED, settings=settings, embedder=fake_embedder, progress=False,
                 log=lambda m: None)

@@ -1,4 +1,4 @@
-"""The int8 ONNX embedder (rag.onnx_embedder): cache and import hygiene without the model, then
+"""The int8 ONNX embedder (rag.backends.onnx_embedder): cache and import hygiene without the model, then
 batch independence, agreement with torch fp32 and export atomicity with the real model.
 
 Real-model tests export the bundled all-MiniLM-L6-v2 once per session into a tmp directory
@@ -16,12 +16,12 @@ import pytest
 
 from tests.conftest import ROOT, SEED, SHARED_DATA
 
-from rag import onnx_embedder as oe
+from rag.backends import onnx_embedder as oe
 
 
 # --- without the model -----------------------------------------------------------------------
 def test_import_pulls_in_neither_torch_nor_onnxruntime():
-    code = ("import sys; import rag.onnx_embedder; "
+    code = ("import sys; import rag.backends.onnx_embedder; "
             "print(json.dumps([m in sys.modules for m in ('torch', 'onnxruntime', 'transformers')]))")
     out = subprocess.run([sys.executable, "-c", "import json; " + code], cwd=ROOT, check=True,
                          capture_output=True, text=True).stdout
@@ -110,7 +110,7 @@ def test_empty_input_loads_nothing(tmp_path):
 
 
 def test_the_tokenizer_loads_without_transformers(tmp_path):
-    code = ("import json, sys; from rag.onnx_embedder import OnnxEmbedder; "
+    code = ("import json, sys; from rag.backends.onnx_embedder import OnnxEmbedder; "
             f"e = OnnxEmbedder({str(tmp_path / 'cache')!r}); e.token_ids(['a text']); "
             "print(json.dumps([m in sys.modules for m in ('torch', 'transformers')]))")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True,
@@ -194,7 +194,7 @@ def chunks():
 
 @pytest.mark.integration
 def test_satisfies_the_embedder_protocol(onnx_embedder):
-    from rag.embedder import Embedder
+    from rag.backends.embedder import Embedder
 
     assert isinstance(onnx_embedder, Embedder)
     assert (onnx_embedder.dim, onnx_embedder.max_tokens) == (384, 256)
@@ -252,7 +252,7 @@ def test_vector_does_not_depend_on_the_batch(onnx_embedder, chunks, tmp_path):
 
 @pytest.mark.integration
 def test_close_to_torch_fp32(onnx_embedder, chunks):
-    from rag.embedder import SentenceTransformerEmbedder
+    from rag.backends.embedder import SentenceTransformerEmbedder
 
     if len(chunks) < 50:
         pytest.skip(f"needs 50 chunks of real abstracts; {SHARED_DATA}/iclr2026_accepted.jsonl "
@@ -261,7 +261,7 @@ def test_close_to_torch_fp32(onnx_embedder, chunks):
     int8 = onnx_embedder.embed(chunks)
     cos = (fp32 * int8).sum(axis=1)
     assert len(chunks) == 50
-    # issue 13's quality guard, for the variant this CPU picks (rag.onnx_embedder.VARIANTS)
+    # issue 13's quality guard, for the variant this CPU picks (rag.backends.onnx_embedder.VARIANTS)
     assert cos.min() >= 0.99, (f"{onnx_embedder.variant}: min cosine {cos.min():.4f}, "
                                f"mean {cos.mean():.4f}")
     # each chunk's nearest fp32 neighbour among the others is unchanged for most chunks
@@ -340,7 +340,7 @@ def _python(code: str, avx2: bool = False) -> str:
 
 def test_the_avx2_view_makes_an_avx2_machine():
     how = _avx2_view()
-    code = ("import json; from rag.cpu import cpu_features; from rag.onnx_embedder import "
+    code = ("import json; from rag.cpu import cpu_features; from rag.backends.onnx_embedder import "
             "choose_variant; print(json.dumps([cpu_features(), choose_variant()]))")
     plain, plain_variant = json.loads(_python(code))
     masked, masked_variant = json.loads(_python(code, avx2=True))
@@ -360,7 +360,7 @@ def avx2_variant(onnx_embedder):
 def test_avx2_variant_keeps_layer_0_in_fp32_and_is_close_to_torch(avx2_variant, chunks):
     import onnx
 
-    from rag.embedder import SentenceTransformerEmbedder
+    from rag.backends.embedder import SentenceTransformerEmbedder
 
     graph = onnx.load(str(avx2_variant.ensure_model())).graph
     ops = {n.name: n.op_type for n in graph.node}
@@ -395,7 +395,7 @@ def test_a_variant_gives_nearly_the_same_vectors_on_both_cpu_paths(avx2_variant,
         vectors = {}
         for side in ("masked", "plain"):
             out = tmp_path / f"{variant}-{side}.npy"
-            code = ("import json, numpy as np; from rag.onnx_embedder import OnnxEmbedder; "
+            code = ("import json, numpy as np; from rag.backends.onnx_embedder import OnnxEmbedder; "
                     f"e = OnnxEmbedder({str(avx2_variant.cache_dir)!r}, variant={variant!r}); "
                     f"np.save({str(out)!r}, e.embed(json.load(open({str(texts)!r}))))")
             _python(code, avx2=side == "masked")
@@ -409,9 +409,9 @@ def test_a_variant_gives_nearly_the_same_vectors_on_both_cpu_paths(avx2_variant,
             assert cos.min() >= 0.995, f"{variant}, host without VNNI: {cos.min():.4f}"
 
 
-# --- paperchat bench index (rag.bench) -------------------------------------------------------
+# --- paperchat bench index (rag.evaluate.bench) -------------------------------------------------------
 def test_bench_index_without_data_says_where_it_looks(tmp_path):
-    from rag import bench
+    from rag.evaluate import bench
     from rag.errors import PaperchatError
     from rag.settings import Settings
 
@@ -420,7 +420,7 @@ def test_bench_index_without_data_says_where_it_looks(tmp_path):
 
 
 def test_bench_sample_is_deterministic_and_spread(tmp_path):
-    from rag import bench
+    from rag.evaluate import bench
 
     path = tmp_path / "papers.jsonl"
     path.write_text("".join(json.dumps({"id": f"p{i}", "title": f"T{i}", "abstract": "a"}) + "\n"
@@ -437,14 +437,14 @@ def test_bench_sample_is_deterministic_and_spread(tmp_path):
     ({"hits": [{"id": "p1"}], "empty": {}}, 'hits: [{"id": "p1"}]\nempty:'),
 ])
 def test_format_result_prints_any_dict(result, expected):
-    from rag.bench import format_result
+    from rag.evaluate.bench import format_result
 
     assert format_result(result) == expected
 
 
 @pytest.mark.integration
 def test_bench_index_reports_stages_tokens_and_cpu(tmp_path):
-    from rag import bench
+    from rag.evaluate import bench
     from rag.settings import Settings
 
     result = bench.bench_index(Settings(home=tmp_path), n_papers=8, rounds=2, data=SEED,

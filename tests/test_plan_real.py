@@ -10,8 +10,8 @@ import json
 import numpy as np
 import pytest
 
-from rag.evaluate_checks import bibtex_ids
-from rag.history import turn_after
+from rag.evaluate.checks import bibtex_ids
+from rag.understand.history import turn_after
 from tests.conftest import SEED
 
 pytestmark = pytest.mark.integration
@@ -19,7 +19,7 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture(scope="module")
 def ask(real_index, real_settings, real_generator):
-    from rag.answer import answer
+    from rag.chat.answer import answer
 
     def run(question, history=()):
         ans = answer(question, retriever=real_index, generator=real_generator,
@@ -139,7 +139,7 @@ def test_a_follow_up_describes_the_paper_under_discussion(ask):
 
 
 def test_the_plan_is_in_the_json(ask):
-    from rag.rendering import answer_json
+    from rag.compose.rendering import answer_json
 
     first, history = ask("Which papers are about optimization?")
     ans, _ = ask("which of them are in the learning theory area?", history)
@@ -152,8 +152,8 @@ def test_the_plan_is_in_the_json(ask):
 # --- the accepted list (slow) -------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def accepted_ask(accepted_index, real_embedder, real_generator):
-    from rag.answer import answer
-    from rag.pipeline import Pipeline
+    from rag.chat.answer import answer
+    from rag.chat.pipeline import Pipeline
 
     settings, _, _ = accepted_index
     pipe = Pipeline(settings, embedder=real_embedder, generator=real_generator)
@@ -211,7 +211,7 @@ def test_a_survey_of_datasets_names_them(accepted_ask):
     assert ans.kind == "survey"
     named = [s for s in ans.sentences if s.kind == "metadata" and s.text.startswith("Named")]
     assert named, ans.text[:400]
-    from rag.compose import quotable
+    from rag.compose.extractive import quotable
 
     # each line quotes a sentence of the paper it cites, and names what it found in it
     items = [s for s in ans.sentences if s.kind == "item"]
@@ -228,7 +228,7 @@ def test_a_survey_of_datasets_names_them(accepted_ask):
 
 @pytest.mark.slow
 def test_a_survey_of_approaches_quotes_method_sentences(accepted_ask):
-    from rag.roles import role_score
+    from rag.compose.roles import role_score
 
     ans, _ = accepted_ask("What are the main approaches to reducing hallucination in "
                           "vision-language models?")
@@ -413,7 +413,7 @@ def test_the_worst_of_them_is_one_paper_and_drop_below_keeps_the_rest(accepted_a
 
 @pytest.mark.slow
 def test_a_question_in_words_no_abstract_uses_is_refused_and_a_typo_is_not(accepted_ask):
-    from rag.refusal import MIN_DENSE, MIN_DENSE_UNSEEN
+    from rag.compose.refusal import MIN_DENSE, MIN_DENSE_UNSEEN
 
     for question in ("any good sourdough starter hydration tips?",
                      "papers on astrology based prediction of election outcomes?"):
@@ -550,7 +550,7 @@ def test_a_question_the_list_cannot_answer_says_so_and_the_part_can_be_removed(r
                                                                                real_generator):
     """"when's the camera-ready deadline?" is read as outside the list (the scope head): the
     answer says what the list holds and lists no papers; removing that part searches."""
-    from rag.answer import answer
+    from rag.chat.answer import answer
 
     def run(question, **kw):
         return answer(question, retriever=real_index, generator=real_generator,
@@ -603,7 +603,7 @@ def test_a_position_the_previous_answer_did_not_show_is_said_and_nothing_else(as
 def test_tell_me_more_about_a_paper_gives_its_approach_and_results(ask):
     """"tell me more about the second one" asks about nothing in particular: the paper's
     approach and results sentences (from its own abstract), not "does not say this directly"."""
-    from rag.roles import MIN_ROLE, role_score
+    from rag.compose.roles import MIN_ROLE, role_score
 
     first, history = ask("Which papers are about combinatorial optimization?")
     ans, _ = ask("tell me more about the second one", history)

@@ -2,8 +2,8 @@
 
 import pytest
 
-from rag import prompts
-from rag.prompts import TemplateError
+from rag.compose import prompts
+from rag.compose.prompts import TemplateError
 
 #: The variables each template takes (a new template must be added here).
 EXPECTED = {

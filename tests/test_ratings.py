@@ -319,7 +319,7 @@ def rated_index(settings, fake_embedder, seed_papers):
 
     from index.build import build_index
     from index.sources import LoadResult
-    from rag.retrieve import Retriever
+    from rag.retrieve.retriever import Retriever
 
     assert len(seed_papers) == len(SEED_RATINGS)
     papers = [replace(p, ratings=list(r or []), authors=SEED_AUTHORS.get(i, []))
@@ -450,7 +450,7 @@ def test_terminal_references_show_the_rating():
 
 
 def test_answer_json_hits_carry_the_rating():
-    from rag.rendering import answer_json
+    from rag.compose.rendering import answer_json
 
     papers = [Paper("a", "First", "A.", ratings=[4, 6, 6, 8], confidences=[3, 3, 3, 3]),
               Paper("b", "Second", "B.", ratings=[5, 6, 6]),
@@ -504,7 +504,7 @@ def _chunk_metas(settings, name="rated"):
 
 @pytest.mark.integration
 def test_real_index_rating_filter_and_chunk_metadata(real_rated, real_embedder):
-    from rag.retrieve import Retriever
+    from rag.retrieve.retriever import Retriever
 
     settings, _, records = real_rated
     means = {r["id"]: _mean(r["ratings_2025_11_22"]) for r in records}
@@ -538,7 +538,7 @@ def test_real_index_rating_filter_and_chunk_metadata(real_rated, real_embedder):
 @pytest.mark.integration
 def test_real_index_new_ratings_are_a_metadata_only_update(real_rated, real_embedder):
     from index.build import build_index
-    from rag.retrieve import Retriever
+    from rag.retrieve.retriever import Retriever
 
     settings, path, records = real_rated
     means = {r["id"]: _mean(r["ratings_2025_11_22"]) for r in records}

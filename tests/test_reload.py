@@ -74,7 +74,7 @@ def build_in_another_process(settings, n: int) -> None:
 @pytest.fixture
 def one_paper(settings, fake_embedder, seed_papers):
     """A pipeline over a 1-paper index (the first seed paper), retriever open."""
-    from rag.pipeline import Pipeline
+    from rag.chat.pipeline import Pipeline
 
     build(settings, fake_embedder, seed_papers[:1])
     pipe = Pipeline(settings, embedder=fake_embedder, generator=ScriptedGenerator())
@@ -115,7 +115,7 @@ def test_a_build_is_opened_once_its_catalog_is_whole_and_again_when_embedded(
     is being embedded (a PartialRetriever, every paper in BM25); when the fill is done, the
     whole index again."""
     import index.build as build_mod
-    from rag.retrieve import PartialRetriever
+    from rag.retrieve.retriever import PartialRetriever
 
     pipe = one_paper
     old = pipe.current_retriever()
@@ -177,8 +177,8 @@ def test_a_rebuild_from_scratch_with_the_same_papers_is_reopened(one_paper, sett
 
 def test_a_failed_reopen_keeps_the_old_retriever_and_warns(one_paper, settings, fake_embedder,
                                                            seed_papers, monkeypatch, caplog):
-    import rag.pipeline as pipeline_mod
-    from rag.retrieve import Retriever
+    import rag.chat.pipeline as pipeline_mod
+    from rag.retrieve.retriever import Retriever
 
     pipe = one_paper
     old = pipe.current_retriever()
@@ -190,7 +190,7 @@ def test_a_failed_reopen_keeps_the_old_retriever_and_warns(one_paper, settings, 
 
     monkeypatch.setattr(Retriever, "open", broken)
     build(settings, fake_embedder, seed_papers[:3])
-    with caplog.at_level(logging.WARNING, logger="rag.pipeline"):
+    with caplog.at_level(logging.WARNING, logger="rag.chat.pipeline"):
         assert pipe.current_retriever() is old
     assert "could not be reopened (bm25 unreadable)" in caplog.text
     assert pipe.current_retriever() is old and len(calls) == 1  # not retried per question
@@ -220,8 +220,8 @@ def test_concurrent_questions_reopen_once(one_paper, settings, fake_embedder, se
 
 
 def test_a_passed_in_retriever_is_watched_too(settings, fake_embedder, seed_papers):
-    from rag.pipeline import Pipeline
-    from rag.retrieve import Retriever
+    from rag.chat.pipeline import Pipeline
+    from rag.retrieve.retriever import Retriever
 
     build(settings, fake_embedder, seed_papers[:1])
     given = Retriever.open(settings, fake_embedder)

@@ -1,11 +1,11 @@
-"""An Answer's renderings (rag.rendering): the comparison travels as rows on the Answer, the JSON
+"""An Answer's renderings (rag.compose.rendering): the comparison travels as rows on the Answer, the JSON
 object keeps the ``paperchat ask --json`` contract, and the module leans on nothing but types."""
 
 import ast
 import json
 
-from rag.answer import answer
-from rag.rendering import answer_json, to_markdown
+from rag.chat.answer import answer
+from rag.compose.rendering import answer_json, to_markdown
 from tests.conftest import ROOT
 from tests.test_compare import COMPARISON
 
@@ -45,7 +45,7 @@ def test_an_answer_without_a_comparison_renders_none(fake_index, scripted):
 
 
 def test_rendering_imports_nothing_of_the_project_but_types():
-    tree = ast.parse((ROOT / "rag" / "rendering.py").read_text())
+    tree = ast.parse((ROOT / "rag" / "compose" / "rendering.py").read_text())
     imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
     imported |= {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
     assert {m for m in imported if m.split(".")[0] in ("rag", "index", "ui")} == {"rag.types"}

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from rag.history import Turn
-from rag.plan import Plan
-from rag.slots import comparison_sides
+from rag.understand.history import Turn
+from rag.understand.plan import Plan
+from rag.understand.slots import comparison_sides
 from rag.filters import FilterError, Filters
-from rag.retrieve import Ranking, rrf
+from rag.retrieve.retriever import Ranking, rrf
 from rag.types import Paper
 
 
@@ -86,7 +86,7 @@ def test_status_filter_uses_chroma_where(fake_index):
 
 
 def test_a_plan_about_the_paper_under_discussion_names_it(fake_index):
-    from rag.operations import select
+    from rag.chat.operations import select
 
     settings, retriever = fake_index
     paper = retriever.papers["ZLJsJ8IWUz"]
@@ -103,7 +103,7 @@ def test_a_plan_about_the_paper_under_discussion_names_it(fake_index):
 
 
 def test_followup_retrieves_the_previous_papers_first(fake_index, scripted):
-    from rag.answer import retrieve_for
+    from rag.chat.answer import retrieve_for
 
     settings, retriever = fake_index
     prev = retriever.papers["ZLJsJ8IWUz"]
@@ -116,7 +116,7 @@ def test_followup_retrieves_the_previous_papers_first(fake_index, scripted):
 
 
 def test_a_followups_own_search_carries_the_previous_question(fake_index, monkeypatch):
-    from rag.operations import select
+    from rag.chat.operations import select
 
     settings, retriever = fake_index
     asked = []
@@ -143,7 +143,7 @@ def test_split_comparison(question, sides):
 
 
 def test_comparison_returns_both_papers(fake_index):
-    from rag.answer import retrieve_for
+    from rag.chat.answer import retrieve_for
 
     settings, retriever = fake_index
     _, hits, _ = retrieve_for("How does hybrid genetic search for CVRP differ from mirror flow "
@@ -155,7 +155,7 @@ def test_comparison_returns_both_papers(fake_index):
 
 def test_default_index_is_rebuilt_when_its_build_settings_changed(settings, fake_embedder):
     from index import manifest
-    from rag.pipeline import ensure_index
+    from rag.chat.pipeline import ensure_index
 
     messages = []
     ensure_index(settings, fake_embedder, log=messages.append)
@@ -169,7 +169,7 @@ def test_default_index_is_rebuilt_when_its_build_settings_changed(settings, fake
 
 def test_a_named_index_that_does_not_exist_says_how_to_build_it(settings, fake_embedder):
     from rag.errors import IndexNotFoundError
-    from rag.pipeline import ensure_index
+    from rag.chat.pipeline import ensure_index
 
     with pytest.raises(IndexNotFoundError, match="paperchat index PATH --name mine"):
         ensure_index(settings, fake_embedder, name="mine")
@@ -183,7 +183,7 @@ def test_a_named_index_that_does_not_exist_says_how_to_build_it(settings, fake_e
     (Plan("focus", "compare"), ["p1", "p2"]),                     # "how do they differ?"
 ])
 def test_compare_the_previous_answers_papers(fake_index, plan, compared):
-    from rag.operations import run, select
+    from rag.chat.operations import run, select
 
     settings, retriever = fake_index
     papers = [Paper(f"p{i}", f"Title {i}", f"Abstract {i} about graphs.") for i in range(1, 6)]
@@ -195,7 +195,7 @@ def test_compare_the_previous_answers_papers(fake_index, plan, compared):
 
 
 def test_compare_these_after_more_papers_than_a_table_holds_takes_the_first_three(fake_index):
-    from rag.operations import COMPARE_DEFAULT, COMPARE_MAX, run, select
+    from rag.chat.operations import COMPARE_DEFAULT, COMPARE_MAX, run, select
 
     settings, retriever = fake_index
     papers = [Paper(f"q{i}", f"Title {i}", f"Abstract {i} about graphs.")
@@ -212,7 +212,7 @@ def test_compare_these_after_more_papers_than_a_table_holds_takes_the_first_thre
     ([2], ["p2"], False), ([3], ["p3"], False), ([2, 9], ["p2"], True),  # [9] was not shown
 ])
 def test_papers_named_by_their_number_in_the_previous_answer(fake_index, positions, ids, note):
-    from rag.operations import select
+    from rag.chat.operations import select
 
     settings, retriever = fake_index
     papers = [Paper(f"p{i}", f"Title {i}", "a") for i in range(1, 6)]
@@ -224,7 +224,7 @@ def test_papers_named_by_their_number_in_the_previous_answer(fake_index, positio
 
 
 def test_compare_these_papers_answers_with_a_table(fake_index, scripted):
-    from rag.answer import answer
+    from rag.chat.answer import answer
 
     settings, retriever = fake_index
     prev = [retriever.papers[i] for i in ("aITKXFeivk", "ZrgxU8WMmG", "YgudIlQ9nC")]
@@ -285,7 +285,7 @@ def test_feedback_papers_zero_turns_feedback_off(fake_index):
 
 @pytest.mark.parametrize("with_history,expected", [(False, True), (True, False)])
 def test_followups_are_searched_without_feedback(fake_index, monkeypatch, with_history, expected):
-    from rag.answer import retrieve_for
+    from rag.chat.answer import retrieve_for
 
     settings, retriever = fake_index
     seen = []
@@ -303,7 +303,7 @@ def test_followups_are_searched_without_feedback(fake_index, monkeypatch, with_h
 def test_bm25_scores_follow_the_lucene_formula_with_k1_1_2_and_b_0_75():
     import math
 
-    from rag.lexical import LexicalIndex
+    from rag.backends.lexical import LexicalIndex
 
     docs = ["graph sparsifier kernel graph", "kernel regression", "protein folding model design"]
     idx = LexicalIndex.build(["a", "b", "c"], docs)
@@ -324,8 +324,8 @@ def test_a_bm25_index_built_with_other_parameters_is_rebuilt(fake_index, fake_em
 
     from index.build import build_index
     from index.catalog import Catalog
-    from rag.lexical import LexicalIndex, _tokenize
-    from rag.retrieve import Retriever
+    from rag.backends.lexical import LexicalIndex, _tokenize
+    from rag.retrieve.retriever import Retriever
     from tests.conftest import SEED
 
     settings, retriever = fake_index
@@ -386,7 +386,7 @@ def test_dense_matches_name_their_paper_without_metadata(fake_index):
 
 def test_collections_search_with_a_wide_hnsw_candidate_list_old_ones_too(fake_index):
     from index.reader import open_store
-    from rag.store import EF_SEARCH
+    from rag.backends.store import EF_SEARCH
 
     settings, retriever = fake_index
     col = retriever.store._col
@@ -397,7 +397,7 @@ def test_collections_search_with_a_wide_hnsw_candidate_list_old_ones_too(fake_in
 
 
 def test_ann_recall_is_complete_on_a_corpus_smaller_than_the_candidate_list(fake_index):
-    from rag.bench_query import ann_recall
+    from rag.evaluate.bench_query import ann_recall
 
     _, retriever = fake_index
     got = ann_recall(retriever, ["kernel graph sparsifier", QUESTION])
@@ -406,7 +406,7 @@ def test_ann_recall_is_complete_on_a_corpus_smaller_than_the_candidate_list(fake
 
 
 def test_a_filter_that_matches_no_paper_is_named_in_the_answer(fake_index, scripted, capsys):
-    from rag.answer import answer_stream
+    from rag.chat.answer import answer_stream
     from rag.cli import format_answer
     from ui.render import answer_markdown
 

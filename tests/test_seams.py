@@ -1,4 +1,4 @@
-"""The seams of rag/seams.py: the real retriever and the test fakes satisfy their Protocols, and
+"""The seams of rag/backends/seams.py: the real retriever and the test fakes satisfy their Protocols, and
 the annotations that name them cost nothing at import time."""
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ import pytest
 
 from tests.conftest import ROOT, FakeEmbedder, ScriptedGenerator
 
-from rag import seams
+from rag.backends import seams
 
 
 def test_a_retriever_over_a_fake_embedder_index_is_a_retriever(fake_index):
-    from rag.retrieve import Retriever
+    from rag.retrieve.retriever import Retriever
 
     _, retriever = fake_index
     assert isinstance(retriever, Retriever) and isinstance(retriever, seams.Retriever)
@@ -43,8 +43,8 @@ def test_an_object_without_search_is_no_retriever(fake_embedder, settings):
 
 
 @pytest.mark.parametrize("module, name", [
-    ("rag.embedder", "Embedder"),
-    ("rag.generator", "Generator"),
+    ("rag.backends.embedder", "Embedder"),
+    ("rag.backends.generator", "Generator"),
 ])
 def test_the_backend_seams_are_the_same_from_both_modules(module, name):
     import importlib
@@ -53,10 +53,10 @@ def test_the_backend_seams_are_the_same_from_both_modules(module, name):
 
 
 def test_importing_the_seams_or_an_annotated_module_imports_no_settings_or_retriever():
-    mods = ("rag.seams", "rag.embedder", "rag.generator", "rag.grounding", "index.manifest")
+    mods = ("rag.backends.seams", "rag.backends.embedder", "rag.backends.generator", "rag.compose.grounding", "index.manifest")
     code = (f"import importlib, json, sys; [importlib.import_module(m) for m in {mods!r}]; "
             "print(json.dumps([m in sys.modules for m in ('rag.settings', 'pydantic', "
-            "'rag.retrieve')]))")
+            "'rag.retrieve.retriever')]))")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True,
                          capture_output=True, text=True).stdout
     assert json.loads(out) == [False, False, False]

@@ -128,7 +128,7 @@ def test_serve_through_both_servers(server_home, chroma_server, llm_server, tmp_
 
 @integration
 def test_server_generator_counts_with_the_servers_tokenizer(llm_server):
-    from rag.generator import LlamaCppGenerator, OpenAIServerGenerator
+    from rag.backends.generator import LlamaCppGenerator, OpenAIServerGenerator
 
     remote = OpenAIServerGenerator(llm_server.url)
     local = LlamaCppGenerator()
@@ -141,7 +141,7 @@ def test_server_generator_counts_with_the_servers_tokenizer(llm_server):
 def test_concurrent_requests_to_the_llm_server_both_finish(llm_server):
     """The fixture starts llama_cpp.server with --interrupt_requests False: a second request
     waits for the first instead of cutting it short (which the generator would report)."""
-    from rag.generator import OpenAIServerGenerator
+    from rag.backends.generator import OpenAIServerGenerator
 
     g = OpenAIServerGenerator(llm_server.url)
     messages = [{"role": "user", "content": "Count from one to twenty in words."}]
@@ -167,7 +167,7 @@ def test_two_indexes_share_one_server(chroma_server, tmp_path, fake_embedder, se
     retrieval and deletion work the same as embedded."""
     from index.build import build_index, delete_index
     from index.sources import LoadResult
-    from rag.retrieve import Retriever
+    from rag.retrieve.retriever import Retriever
     from rag.settings import Settings
 
     settings = Settings(home=tmp_path / "home", embedder="fake-bow",
@@ -194,7 +194,7 @@ def test_missing_server_collection_is_a_clear_error(chroma_server, tmp_path, fak
     """The local index directory exists but the server lost (or never had) the chunks."""
     from index.build import build_index
     from rag.errors import IndexNotFoundError
-    from rag.retrieve import Retriever
+    from rag.retrieve.retriever import Retriever
     from rag.settings import Settings
 
     settings = Settings(home=tmp_path / "home", embedder="fake-bow",
@@ -223,7 +223,7 @@ def test_load_smoke_two_users(fake_index, fake_embedder):
     no errors, no session sees another's history."""
     from bench.load import format_summary, run_load
     from conftest import ScriptedGenerator
-    from rag.pipeline import Pipeline
+    from rag.chat.pipeline import Pipeline
     from ui import app as ui_app
     from bench.load import free_port
 

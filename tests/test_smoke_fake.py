@@ -1,7 +1,7 @@
 """The fake pipeline end to end: index the seed corpus with the fake embedder, answer with a
 scripted model, check citations."""
 
-from rag.answer import answer
+from rag.chat.answer import answer
 
 
 def test_answer_end_to_end_with_fakes(fake_index, scripted):

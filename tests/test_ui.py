@@ -25,7 +25,7 @@ from ui import render  # noqa: E402
 CVRP = "aITKXFeivk"        # Refining Hybrid Genetic Search for CVRP via RL-Finetuned LLM
 QUANT = "ZXr3Xx7Z1O"       # Training Dynamics Impact Post-Training Quantization Robustness
 #: A lookup in words (a bare noun phrase such as "crossover operators for CVRP" is read as a
-#: survey of the papers on it, rag.understand): the tests that expect "The closest match is ..."
+#: survey of the papers on it, rag.understand.read): the tests that expect "The closest match is ..."
 LOOKUP = "Which paper refines hybrid genetic search for CVRP with crossover operators?"
 XSS_TITLE = 'Robust <script>alert("x")</script> <img src=x onerror=alert(1)> Sparsifiers'
 
@@ -182,7 +182,7 @@ def test_streaming_shows_quotes_as_markdown_and_keeps_the_cursor_off_a_table_row
 
 def test_refusal_says_so_and_lists_the_nearest_papers():
     hits = [Hit(paper(), 0.01)]
-    from rag.citations import REFUSAL
+    from rag.compose.citations import REFUSAL
 
     ans = Answer("q", "q", REFUSAL, [], hits, refused=True)
     out = render.answer_markdown(ans)
@@ -282,7 +282,7 @@ def test_serve_warns_when_exposed_without_auth(monkeypatch, capsys, settings):
         def __init__(self, s):
             self.settings = s
 
-    monkeypatch.setattr("rag.pipeline.Pipeline", FakePipeline)
+    monkeypatch.setattr("rag.chat.pipeline.Pipeline", FakePipeline)
     monkeypatch.setattr(ui_app, "build_app", lambda p: object())
     monkeypatch.setattr(ui_app, "launch", lambda demo, **kw: launched.update(kw))
     FakePipeline.retriever = type("R", (), {"name": "default", "__len__": lambda s: 0})()
@@ -312,7 +312,7 @@ def start(pipeline):
 @pytest.fixture
 def served(fake_index, fake_embedder):
     """(url, generator, embedder) of the app over the fake index; closed after the test."""
-    from rag.pipeline import Pipeline
+    from rag.chat.pipeline import Pipeline
 
     settings, retriever = fake_index
     generator = ScriptedGenerator()
@@ -501,7 +501,7 @@ def test_chat_shows_the_plan_line_with_the_filters_as_removable_parts(served):
 @pytest.mark.integration
 def test_real_model_answers_a_seed_question(real_settings, real_index, real_embedder,
                                             real_generator):
-    from rag.pipeline import Pipeline
+    from rag.chat.pipeline import Pipeline
 
     demo, url = start(Pipeline(real_settings, embedder=real_embedder, generator=real_generator,
                                retriever=real_index))

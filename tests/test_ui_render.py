@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from rag.plan import Plan
+from rag.understand.plan import Plan
 from rag.types import Answer, AnswerSentence, Citation, Hit, Paper
 
 gr = pytest.importorskip("gradio")
@@ -179,7 +179,7 @@ def test_region_labels_are_named_by_their_size_for_the_browsers_placement():
     import numpy as np
 
     from index.layout import Label, Layout
-    from rag.mapfigure import map_figure
+    from rag.conference.mapfigure import map_figure
 
     papers = {f"p{i}": paper(f"p{i}", f"T{i}", primary_area="a") for i in range(6)}
     labels = [Label("big · <b>topic</b>", 0.0, 0.0, 40), Label("small", 1.0, 1.0, 7)]
@@ -198,7 +198,7 @@ def test_region_labels_are_named_by_their_size_for_the_browsers_placement():
 @pytest.fixture
 def chat_app(fake_index, fake_embedder):
     from conftest import ScriptedGenerator
-    from rag.pipeline import Pipeline
+    from rag.chat.pipeline import Pipeline
 
     settings, retriever = fake_index
     return ui_app.ChatApp(Pipeline(settings, embedder=fake_embedder,

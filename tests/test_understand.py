@@ -1,4 +1,4 @@
-"""Reading a turn into a plan (rag.plan, rag.slots, rag.names, rag.turn_reader, rag.understand):
+"""Reading a turn into a plan (rag.understand.plan, rag.understand.slots, rag.understand.names, rag.understand.turn_reader, rag.understand.read):
 the slots on fixed strings, the plan's parts, and the learned reader with the bundled embedder on
 turns no rule was written for (its measured accuracy on the labelled turns is a floor here, not a
 figure: the README gives the figure)."""
@@ -9,10 +9,10 @@ import json
 
 import pytest
 
-from rag import slots
-from rag.names import NameIndex
-from rag.plan import Plan
-from rag.turn_reader import TurnContext, labelled_turns, measured
+from rag.understand import slots
+from rag.understand.names import NameIndex
+from rag.understand.plan import Plan
+from rag.understand.turn_reader import TurnContext, labelled_turns, measured
 from rag.types import Paper
 from tests.conftest import SEED, SHARED_DATA
 
@@ -345,7 +345,7 @@ def test_reading_is_stated_when_unsure():
 
 @pytest.fixture(scope="module")
 def reader(real_embedder):
-    from rag.turn_reader import TurnReader
+    from rag.understand.turn_reader import TurnReader
 
     return TurnReader.load(real_embedder)
 
@@ -381,7 +381,7 @@ NONE = TurnContext()
      "answers like a reversed novelty bonus?", NONE, "search", "survey"),
 ])
 def test_turns_nobody_wrote_rules_for(reader, seed_names, text, context, papers, op):
-    from rag.understand import read_turn
+    from rag.understand.read import read_turn
 
     areas, names = seed_names
     plan = read_turn(text, context, reader, areas=areas, names=names)
@@ -389,7 +389,7 @@ def test_turns_nobody_wrote_rules_for(reader, seed_names, text, context, papers,
 
 
 def test_no_previous_answer_means_no_reference_to_one(reader, seed_names):
-    from rag.understand import read_turn
+    from rag.understand.read import read_turn
 
     areas, names = seed_names
     for text in ("which of these are orals?", "sort them by rating", "bibtex of the 2nd one"):
@@ -398,7 +398,7 @@ def test_no_previous_answer_means_no_reference_to_one(reader, seed_names):
 
 
 def test_a_named_paper_is_resolved(reader, seed_names):
-    from rag.understand import read_turn
+    from rag.understand.read import read_turn
 
     areas, names = seed_names
     plan = read_turn("papers similar to RFTHGS", NONE, reader, areas=areas, names=names)
@@ -408,8 +408,8 @@ def test_a_named_paper_is_resolved(reader, seed_names):
 def test_the_measured_part_stays_above_a_floor(reader):
     """The reader on the labelled turns it was not tuned on (tests/data/turns, the measure
     part): a floor well under the README's figure, so a broken reader or broken weights fail."""
-    from rag.turn_reader import catalog_names
-    from rag.understand import plan_accuracy
+    from rag.understand.turn_reader import catalog_names
+    from rag.understand.read import plan_accuracy
 
     lists = [SHARED_DATA / "iclr2026_accepted.jsonl", SHARED_DATA / "iclr2018.jsonl"]
     if not all(p.exists() for p in lists):
@@ -421,7 +421,7 @@ def test_the_measured_part_stays_above_a_floor(reader):
 
 
 def test_the_labelled_turns_are_well_formed():
-    from rag.plan import ASPECTS, OPERATIONS, PAPERS
+    from rag.understand.plan import ASPECTS, OPERATIONS, PAPERS
 
     rows = labelled_turns()
     assert len(rows) >= 1000 and len({r["id"] for r in rows}) == len(rows)
@@ -438,7 +438,7 @@ def test_the_labelled_turns_are_well_formed():
 def test_that_one_after_several_papers_is_the_paper_under_discussion(reader, seed_names):
     """A singular pointer ("cite that one") never selects all of the previous answer's
     papers; a description ("the protein one") is still a paper named by description."""
-    from rag.understand import read_turn
+    from rag.understand.read import read_turn
 
     areas, names = seed_names
     ctx = TurnContext("survey", 8, 1)
@@ -456,7 +456,7 @@ def test_that_one_after_several_papers_is_the_paper_under_discussion(reader, see
     ("Which papers study KV cache compression", "vision transformers", ""),  # "for ..." instead
 ])
 def test_a_new_subject_replaces_the_phrase_with_its_head(query, subject, expected):
-    from rag.operations import _swap_subject
+    from rag.chat.operations import _swap_subject
 
     assert _swap_subject(query, subject) == expected
 
@@ -469,7 +469,7 @@ def test_the_name_index_prefilter_skips_no_coined_word(seed_papers):
     some of those words, so the check can tell."""
     import re
 
-    import rag.names as names
+    import rag.understand.names as names
     from index.sources import load_papers
 
     papers = list(seed_papers)
@@ -497,7 +497,7 @@ def test_a_turn_outside_the_list_is_read_as_outside_and_its_topic_words_are_not(
     """The scope head (trained on tests/data/scope, turns nobody tuned rules to): logistics,
     awards and small talk are outside; papers on the same words (weather, hotels) and the
     conference's own counts are not."""
-    from rag.understand import read_turn
+    from rag.understand.read import read_turn
 
     areas, names = seed_names
     for text in ("when's the camera-ready deadline?", "any good hotels close to the venue",
@@ -515,7 +515,7 @@ def test_a_turn_outside_the_list_is_read_as_outside_and_its_topic_words_are_not(
 
 
 def test_the_scope_turns_are_well_formed_and_measured_apart(reader, tmp_path):
-    from rag.turn_reader import scope_turns
+    from rag.understand.turn_reader import scope_turns
 
     rows = scope_turns()
     assert len(rows) >= 400 and len({r["id"] for r in rows}) == len(rows)
@@ -531,8 +531,8 @@ def test_the_scope_turns_are_well_formed_and_measured_apart(reader, tmp_path):
 def test_the_scope_reading_on_its_measure_part_stays_above_a_floor(reader):
     """On the scope turns it was not tuned on: most out-of-scope turns are read as outside and
     almost no plan-labelled turn (all in scope) is; floors well under the README's figures."""
-    from rag.turn_reader import catalog_names, scope_turns
-    from rag.understand import scope_accuracy
+    from rag.understand.turn_reader import catalog_names, scope_turns
+    from rag.understand.read import scope_accuracy
 
     lists = [SHARED_DATA / "iclr2026_accepted.jsonl", SHARED_DATA / "iclr2018.jsonl"]
     if not all(p.exists() for p in lists):
@@ -548,7 +548,7 @@ def test_the_scope_reading_on_its_measure_part_stays_above_a_floor(reader):
 def test_a_quoted_title_of_the_index_is_that_paper_whatever_came_before(reader, seed_names):
     """The map's click asks "Tell me about “<title>”" after any answer: that paper, never the
     paper under discussion (a learned reading had preferred it for some titles)."""
-    from rag.understand import read_turn
+    from rag.understand.read import read_turn
 
     areas, names = seed_names
     for title, pid in (("Neural Multi-Objective Combinatorial Optimization for Flexible Job Shop "

@@ -15,7 +15,7 @@ from index.build import build_index
 from index.sources import load_papers
 from rag.filters import Filters
 from rag.paths import IndexPaths
-from rag.retrieve import Retriever
+from rag.retrieve.retriever import Retriever
 
 QUIET = {"progress": False, "log": lambda m: None}
 

@@ -1,12 +1,12 @@
 """The Gradio chat: streamed answers beside the cards of the papers they cite.
 
-:func:`build_app` turns a :class:`rag.pipeline.Pipeline` (real backends, or fakes in tests) into a
+:func:`build_app` turns a :class:`rag.chat.pipeline.Pipeline` (real backends, or fakes in tests) into a
 ``gr.Blocks``; :func:`launch` starts it; :func:`serve` is ``paperchat serve``. Privacy defaults:
 no analytics, no share link, bound to 127.0.0.1, no extra ``allowed_paths``, system fonts only
 (the default theme would fetch Google Fonts), and a warning on stderr when binding another
 address without ``--auth``.
 
-Per browser session (``gr.State``, never global): the list of :class:`rag.history.Turn`
+Per browser session (``gr.State``, never global): the list of :class:`rag.understand.history.Turn`
 that follow-ups are resolved against, the session's answers (for export), and the filters the
 user removed from the last question. Generation is serialised (one event at a time in the
 ``generate`` concurrency group) because the in-process model is.
@@ -16,7 +16,7 @@ Above each answer, in its bubble, the turn's plan in one line (:func:`ui.render.
 the reading is unsure), each part a chip. The filters are parts of it: those read from the
 question's words ("oral papers on ..." -> ``status=oral``) and the Status and Primary area
 dropdowns'. A part's × asks the last question again without that part
-(:func:`rag.answer.answer_stream`'s ``drop``), replacing its answer as Regenerate does and
+(:func:`rag.chat.answer.answer_stream`'s ``drop``), replacing its answer as Regenerate does and
 keeping the conversation before it; a part a dropdown set sends that dropdown back to "any"
 (:func:`without_part`).
 
@@ -25,7 +25,7 @@ a new turn, with an explicit plan (:meth:`ChatApp.similar_turn`), not a reading 
 Map tab then marks the neighbours, as it marks any answer's papers. A cite answer's BibTeX shows
 in the chat as a code block with a copy button (:func:`ui.render.bibtex_block`).
 
-Beside the Sources, a Map tab (:mod:`rag.mapfigure`), as wide as the window while it is open
+Beside the Sources, a Map tab (:mod:`rag.conference.mapfigure`), as wide as the window while it is open
 (:data:`ui.render.MAP_CSS`): every paper of the index as a point of its layout
 (:func:`index.layout.ensure_layout`, computed the first time in the tab's own event and
 concurrency group, so the chat never waits for it), coloured by primary area or decision, the
@@ -35,7 +35,7 @@ papers outside the Status and Primary area filters dimmed, and the last answer's
 on a point asks "Tell me about “<title>”". The figures are drawn by ``gr.Plot``, whose plotly.js
 is part of Gradio's own front end (served by this app, nothing from a CDN).
 
-Every question goes through :meth:`rag.pipeline.Pipeline.current_retriever`, so an index
+Every question goes through :meth:`rag.chat.pipeline.Pipeline.current_retriever`, so an index
 re-built by ``paperchat index`` while the app runs answers from the next question on. The
 header's paper count and the Primary area choices stay as they were at start (they are drawn
 once; a restart redraws them).
@@ -67,12 +67,12 @@ offline.enforce()  # before gradio is imported: no analytics, no hub
 
 import gradio as gr  # noqa: E402
 
-from rag.answer import MODES  # noqa: E402
+from rag.chat.answer import MODES  # noqa: E402
 from rag.errors import PaperchatError  # noqa: E402
 from ui import render  # noqa: E402
 
 if TYPE_CHECKING:
-    from rag.seams import Retriever
+    from rag.backends.seams import Retriever
     from rag.settings import Settings
 
 LOG = logging.getLogger("paperchat.ui")
@@ -86,7 +86,7 @@ MAX_ANSWERS = 50
 #: Seconds between streamed chat updates (tokens arriving faster are batched).
 STREAM_EVERY = 0.05
 LOOPBACK_NAMES = {"localhost", "localhost.localdomain", "ip6-localhost"}
-#: Answer modes the UI and ``/ask`` take (:data:`rag.answer.MODES` plus ``auto``).
+#: Answer modes the UI and ``/ask`` take (:data:`rag.chat.answer.MODES` plus ``auto``).
 ANSWER_MODES = ("auto",) + MODES
 
 
@@ -165,7 +165,7 @@ MAP_WAIT_S = 0.4
 MAP_TICK_S = 2.0
 #: Height of the map in the Map tab, px (the histogram and the area table follow below it).
 MAP_HEIGHT = 600
-#: "Colour by" choices (label, :func:`rag.mapfigure.map_figure` ``color_by``).
+#: "Colour by" choices (label, :func:`rag.conference.mapfigure.map_figure` ``color_by``).
 COLOR_CHOICES = [("colour by primary area", "primary_area"), ("colour by decision", "decision")]
 #: The question a click on a map point asks (the title in curly quotes).
 ASK_ABOUT = "Tell me about \u201c{title}\u201d"
@@ -205,7 +205,7 @@ def without_part(key: str, keys, status: str | None, area: str | None,
     line shows the parts ``keys`` (:func:`ui.render.plan_parts`' keys): ``(status, area,
     drop)``. A filter the Status or Primary area dropdown set (``filter:status=oral`` while the
     dropdown says oral) sends that dropdown back to ``"any"``; every removed part also joins
-    ``drop`` (the part keys :func:`rag.answer.answer_stream` removes from the turn's plan), so
+    ``drop`` (the part keys :func:`rag.chat.answer.answer_stream` removes from the turn's plan), so
     the same filter read from the question's words is not applied either (a dropdown's filter
     is not in the plan: resetting the dropdown removes it).
 
@@ -282,8 +282,8 @@ def is_loopback(host: str) -> bool:
 
 
 def turn_for(answer):
-    """The :class:`Turn` an answer leaves for follow-ups (:func:`rag.history.turn_after`)."""
-    from rag.history import turn_after
+    """The :class:`Turn` an answer leaves for follow-ups (:func:`rag.understand.history.turn_after`)."""
+    from rag.understand.history import turn_after
 
     return turn_after(answer)
 
@@ -292,7 +292,7 @@ def map_key(color_by, status, area, answers) -> list:
     """What the Map tab shows, for telling whether a redraw is due: the colour, the two
     dropdowns and the last answer (its question, its cited or listed papers and when it ended;
     answers pass through ``gr.State`` as copies, so identity cannot tell)."""
-    from rag.mapfigure import answer_highlight
+    from rag.conference.mapfigure import answer_highlight
 
     last = list(answers or [])[-1:]
     answer = [len(answers or []), last[0].question, answer_highlight(last[0]),
@@ -322,11 +322,11 @@ def chat_messages(answers, threshold: float, *, live: bool = True) -> list[dict]
 
 def name_region_labels(fig, labels) -> int:
     """Name the map's region-label annotations ``pc-region:<papers in the region>`` (from
-    ``labels``, :attr:`index.layout.Layout.labels`, which :func:`rag.mapfigure.map_figure` draws
+    ``labels``, :attr:`index.layout.Layout.labels`, which :func:`rag.conference.mapfigure.map_figure` draws
     first and in order, as plain text annotations), so that the browser's label placement
     (:data:`ui.render.MAP_LABELS_JS`) keeps the largest regions' labels first. Annotations that
     do not match a label's text are left alone. Returns how many were named."""
-    from rag.mapfigure import esc as map_esc
+    from rag.conference.mapfigure import esc as map_esc
 
     named = 0
     anns = list(fig.layout.annotations or ())
@@ -385,7 +385,7 @@ class ChatApp:
     @property
     def retriever(self):
         """The retriever open now (for names and counts). Answers take
-        :meth:`rag.pipeline.Pipeline.current_retriever`, which reopens a re-indexed index."""
+        :meth:`rag.chat.pipeline.Pipeline.current_retriever`, which reopens a re-indexed index."""
         return self.pipeline.retriever
 
     # -- exports -----------------------------------------------------------------------------
@@ -395,7 +395,7 @@ class ChatApp:
         Files live in ``<files_dir>/<session>/`` (one set per session, overwritten per answer);
         Gradio copies what it serves into its own cache.
         """
-        from rag.export import bibtex, cited_papers, conversation_markdown, retrieved_papers
+        from rag.conference.export import bibtex, cited_papers, conversation_markdown, retrieved_papers
 
         folder = self.files_dir / (session or "anonymous").replace("/", "_")
         folder.mkdir(parents=True, exist_ok=True)
@@ -421,7 +421,7 @@ class ChatApp:
     def layout_for(self, retriever: Retriever):
         """The map layout of ``retriever``'s index (:func:`index.layout.ensure_layout`: loaded,
         or computed and saved the first time), kept for as long as
-        :meth:`rag.pipeline.Pipeline.current_retriever` gives the same retriever; a reopened
+        :meth:`rag.chat.pipeline.Pipeline.current_retriever` gives the same retriever; a reopened
         index (re-indexed on disk) asks ``ensure_layout`` again, and a layout of the same
         fingerprint as the one held keeps the one held. One computation at a time.
 
@@ -449,11 +449,11 @@ class ChatApp:
         """The Map view as plain dicts. When the layout is not loaded and takes longer than
         :data:`MAP_WAIT_S` (computed the first time: about a minute at 20,000 papers), first
         ``{"status"}`` saying "computing the map (N papers)…" every :data:`MAP_TICK_S`; then
-        ``status``, ``map`` (the answer's papers, :func:`rag.mapfigure.answer_highlight` of the
+        ``status``, ``map`` (the answer's papers, :func:`rag.conference.mapfigure.answer_highlight` of the
         last of ``answers``, marked; papers outside the Status and Primary area dropdowns'
         filters dimmed) and, with ``hist`` and ``table``, the rating histogram and the per-area
         table's HTML. A failure is a ``status`` saying so (the chat is not affected)."""
-        from rag import mapfigure
+        from rag.conference import mapfigure
 
         retriever = self.pipeline.current_retriever()
         n = len(retriever)
@@ -536,14 +536,14 @@ class ChatApp:
 
     def similar_turn(self, paper_id) -> tuple[str, dict]:
         """The turn a card's "More like this" asks for paper ``paper_id``: the question shown,
-        ``Papers similar to “<title>”``, and its plan as JSON (:meth:`rag.plan.Plan.to_json`):
+        ``Papers similar to “<title>”``, and its plan as JSON (:meth:`rag.understand.plan.Plan.to_json`):
         the similar operation on that paper, given explicitly (``papers="named"``, its id and
         title), so no reading of the words can pick another paper.
 
         Raises:
             gr.Error: not a paper of the index open now (a stale card or a forged click).
         """
-        from rag.plan import Plan
+        from rag.understand.plan import Plan
 
         paper = self._clicked_paper(paper_id, "ask again to get fresh cards")
         title = self._fitted_title(paper, SIMILAR_TO)
@@ -559,14 +559,14 @@ class ChatApp:
         :func:`ui.render.plan_line_html`: empty at the start, the answer's at the end), and at
         the end ``turns``, ``answers``, ``final`` (the :class:`Answer`) and ``exports`` (paths).
         ``mode``: an answer mode (:data:`ANSWER_MODES`; default None: ``settings.answer_mode``);
-        ``drop``: keys of plan parts the user removed (:meth:`rag.plan.Plan.parts`);
+        ``drop``: keys of plan parts the user removed (:meth:`rag.understand.plan.Plan.parts`);
         ``drop_filters``: filters read from the question's words not to apply (the ``/ask``
         endpoint's argument, the same as ``filter:`` keys in ``drop``); ``plan``: the turn's
         plan as JSON when the app made it (a card's "More like this"), else None (the question
         is read). Raises ``gr.Error`` for bad input, before any retrieval."""
-        from rag.answer import (DoneEvent, HitsEvent, TokenEvent, answer_stream, check_mode,
+        from rag.chat.answer import (DoneEvent, HitsEvent, TokenEvent, answer_stream, check_mode,
                                 check_question)
-        from rag.plan import Plan
+        from rag.understand.plan import Plan
 
         try:
             question = check_question(question, self.settings.max_question_chars)
@@ -635,8 +635,8 @@ class ChatApp:
         included), plus ``markdown`` (the answer and its references, as the conversation export
         writes them). ``drop_filters``: filters read from the question's words not to apply
         (strings as in ``filters_applied``)."""
-        from rag.export import conversation_markdown
-        from rag.rendering import answer_json
+        from rag.conference.export import conversation_markdown
+        from rag.compose.rendering import answer_json
 
         final = None
         for part in self.stream(question, status, area, [], [], mode=answer_mode or "auto",
@@ -665,8 +665,8 @@ def build_app(pipeline) -> gr.Blocks:
         drops = gr.State([])  # keys of the plan parts the user removed from the last question
         last_plan = gr.State(None)  # the last question's plan when the app made it (JSON)
 
-        from rag.answer import resolve_mode
-        from rag.coverage import HEADER_EVERY_S, progress_of
+        from rag.chat.answer import resolve_mode
+        from rag.retrieve.coverage import HEADER_EVERY_S, progress_of
 
         auto_mode = resolve_mode("auto", generator, settings)
         def header() -> str:  # and, while the index is being embedded, how far (every 5 s)
@@ -967,7 +967,7 @@ def launch(demo, *, host: str = "127.0.0.1", port: int = 7860, auth=None, block:
 def _say_index_reloads() -> None:
     """Print the pipeline's notes (an index re-indexed on disk reopened, or not) on stderr, as
     ``paperchat: ...`` lines like the rest of ``serve``'s output."""
-    logger = logging.getLogger("rag.pipeline")
+    logger = logging.getLogger("rag.chat.pipeline")
     if not any(getattr(h, "_paperchat", False) for h in logger.handlers):
         handler = logging.StreamHandler(sys.stderr)
         handler.setFormatter(logging.Formatter("paperchat: %(message)s"))
@@ -984,7 +984,7 @@ def serve(settings: Settings, host: str = "127.0.0.1", port: int = 7860,
     Raises:
         PaperchatError: a bad ``--auth``, a missing index or model (before anything listens).
     """
-    from rag.pipeline import Pipeline
+    from rag.chat.pipeline import Pipeline
 
     credentials = parse_auth(auth)
     if credentials is None and not is_loopback(host):
@@ -998,7 +998,7 @@ def serve(settings: Settings, host: str = "127.0.0.1", port: int = 7860,
         from ui.mcp import add_tools
 
         add_tools(demo)
-    from rag import prompts
+    from rag.compose import prompts
 
     # before listening: a broken index or model is reported here; the generative mode's system
     # prompt is evaluated once, so its KV state is warm for the first "let the model write it"

@@ -130,7 +130,7 @@ def make_tools(app) -> dict[str, Any]:
         Returns:
             JSON list of papers, best first: rank, id (OpenReview forum id), title, status, decision, primary_area, keywords, venue, year, url, rating (null or mean/n/min/max), score (higher is better), evidence (best-matching abstract sentences).
         """
-        from rag.answer import check_question
+        from rag.chat.answer import check_question
 
         try:
             question = check_question(question, app.settings.max_question_chars)
@@ -165,7 +165,7 @@ def make_tools(app) -> dict[str, Any]:
                                                                       "url": c["url"]})
             item["supported"] = c["supported"]
             citations.append(item)
-        from rag.export import bibtex as to_bibtex
+        from rag.conference.export import bibtex as to_bibtex
 
         cited = [papers[c["id"]] for c in out["citations"] if c["id"] in papers]
         return as_json({"answer": out["answer"], "refused": out["refused"],
@@ -205,8 +205,8 @@ def make_tools(app) -> dict[str, Any]:
         Returns:
             the entries as one text, in the order of paper_ids.
         """
-        from rag.export import bibtex as to_bibtex
-        from rag.export import ris
+        from rag.conference.export import bibtex as to_bibtex
+        from rag.conference.export import ris
 
         r = retriever()
         try:

@@ -26,9 +26,9 @@ import re
 from typing import Sequence
 from urllib.parse import quote, urlsplit
 
-from rag import citations as cit
-from rag.plan import Plan
-from rag.rendering import answer_layout, flat, to_markdown, unsupported_sentences
+from rag.compose import citations as cit
+from rag.understand.plan import Plan
+from rag.compose.rendering import answer_layout, flat, to_markdown, unsupported_sentences
 from rag.types import Answer, AnswerSentence, Citation, Hit, Paper
 
 #: Math the chatbot renders with KaTeX: ``$$...$$`` (display) and ``$...$`` (inline).
@@ -209,7 +209,7 @@ def streaming_markdown(text: str, hits: Sequence[Hit], standalone: str = "",
     return _searching(standalone, question) + body + CURSOR
 
 
-#: The fenced BibTeX block :func:`rag.compose.render` writes (a fence of 3+ backticks, the
+#: The fenced BibTeX block :func:`rag.compose.extractive.render` writes (a fence of 3+ backticks, the
 #: entries, the same fence); the streamed text holds at most one, at its end.
 _BIBTEX_FENCE = re.compile(r"(?ms)^(`{3,})bibtex\n(.*)\n\1[ \t]*$")
 
@@ -319,7 +319,7 @@ def answer_blocks(answer: Answer) -> list[str]:
     ``blockquote.pc-quote``, items as one list, headings and notes as paragraphs, the model's
     supported sentences as one paragraph, BibTeX entries as a code block (:func:`bibtex_block`).
     Unsupported sentences are not among them. The order and grouping are
-    :func:`rag.rendering.answer_layout`'s."""
+    :func:`rag.compose.rendering.answer_layout`'s."""
     hits = answer.hits
 
     def html_of(s: AnswerSentence) -> str:
@@ -390,9 +390,9 @@ def header_html(index: str, n_papers: int, model: str, auto_mode: str = "") -> s
 
 def coverage_html(progress) -> str:
     """Below the header line, while the index is still being embedded: ``dense 41% · about 9 min
-    left (papers not embedded yet are found by their words)`` (:func:`rag.coverage.coverage_line`
+    left (papers not embedded yet are found by their words)`` (:func:`rag.retrieve.coverage.coverage_line`
     of an :class:`index.dense.DenseProgress`); ``""`` for a whole index (``progress`` None)."""
-    from rag.coverage import coverage_line
+    from rag.retrieve.coverage import coverage_line
 
     line = coverage_line(progress)
     return (f'<div class="pc-info pc-coverage" role="status">index still being embedded: '
@@ -401,10 +401,10 @@ def coverage_html(progress) -> str:
 
 # --- the plan line ---------------------------------------------------------------------------
 #: What the plan line says before its parts: a sure reading, and one the answer states as unsure
-#: (:attr:`rag.plan.Plan.unsure`).
+#: (:attr:`rag.understand.plan.Plan.unsure`).
 PLAN_LABEL = "Read as:"
 PLAN_LABEL_UNSURE = "Reading this as:"
-#: Paper sources whose ``papers`` part can be removed: :meth:`rag.plan.Plan.without` turns them
+#: Paper sources whose ``papers`` part can be removed: :meth:`rag.understand.plan.Plan.without` turns them
 #: into a new search on the turn's words. (A search stays a search, and removing ``op`` changes
 #: nothing, so those parts have no ×.)
 REMOVABLE_SOURCES = ("previous", "focus", "positions")
@@ -412,7 +412,7 @@ REMOVABLE_SOURCES = ("previous", "focus", "positions")
 
 def plan_parts(plan: dict | None, filters_applied: Sequence[str] = ()) -> list[tuple[str, str]]:
     """The parts of an answer's plan line as ``(key, text)``: the plan's own
-    (:attr:`Answer.plan` ``["parts"]``, from :meth:`rag.plan.Plan.parts`: ``papers``, one
+    (:attr:`Answer.plan` ``["parts"]``, from :meth:`rag.understand.plan.Plan.parts`: ``papers``, one
     ``filter:F`` per filter, ``order``, ``aspect``, ``op``), plus the filters the search used
     that the plan does not hold (``filters_applied``: the Status and Primary area dropdowns'),
     placed after the plan's filters and worded as the plan words its own ("orals only").
@@ -509,7 +509,7 @@ def map_status_html(n_papers: int = 0, *, state: str = "idle", method: str = "",
     return '<p class="pc-map-line">Open this tab to draw the map of the papers.</p>'
 
 
-#: Styles of the Map tab (the area table comes from :meth:`rag.mapfigure.AreaTable.html`). The
+#: Styles of the Map tab (the area table comes from :meth:`rag.conference.mapfigure.AreaTable.html`). The
 #: last rules: while the Map tab is open the page takes the window's width and the side column
 #: the row's whole width, above the chat (``:has`` on the tab button's ``aria-selected``, so no
 #: script is needed); the Sources tab brings the two columns back.

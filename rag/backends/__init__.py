@@ -1,0 +1,1 @@
+"""The models and the store, each behind a small seam with a fake for tests: text embedders (sentence-transformers, ONNX int8), the Chroma vector store, BM25, the text generators (llama-cpp in-process, an OpenAI-compatible server) and the seams the query side is written against."""

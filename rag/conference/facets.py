@@ -1,0 +1,144 @@
+"""Questions about the list itself, answered from the catalog, never from a model: counts of
+papers with a decision, area, rating or year ("How many oral papers are in the optimization
+area?"), counts of papers on a topic (by a stated rule), lists of the papers matching filters,
+and the relevant papers sorted by mean reviewer rating ("highest-rated papers on X").
+
+Every number here is counted over the index's catalog (:attr:`rag.retrieve.retriever.Retriever.papers`),
+so it is exact for the list that was indexed; the answer says which filters and which rule.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from typing import Sequence
+
+from rag.compose.extractive import direct, heading, item, note
+from rag.filters import Filters
+from rag.text import normalise
+from rag.types import AnswerSentence, Hit, Paper
+
+#: How many relevant papers a "highest-rated ..." question sorts by rating (the answer says so).
+RATED_POOL = 20
+#: Papers listed under a count or a listing (the rest are counted, not shown).
+LISTED = 10
+def describe(filters: Filters | None) -> str:
+    """The filters as the answer states them: ``status=oral, primary_area=optimization``."""
+    return ", ".join(filters.as_strings()) if filters else ""
+
+
+def matching(papers: dict[str, Paper], filters: Filters | None) -> list[Paper]:
+    """The papers of ``papers`` that ``filters`` admit (all without filters), in id order."""
+    return [p for _, p in sorted(papers.items()) if not filters or filters.matches(p)]
+
+
+def by_rating(papers: Sequence[Paper], descending: bool = True) -> list[Paper]:
+    """``papers`` sorted by mean rating, best first (``descending``) or worst first (ties:
+    more reviews first; unrated last, in their given order)."""
+    sign = -1 if descending else 1
+
+    def key(p: Paper):
+        r = p.rating
+        return (0, sign * r["mean"], -r["n"]) if r else (1, 0.0, 0)
+
+    return sorted(papers, key=key)
+
+
+def phrase_pattern(topic: str) -> re.Pattern:
+    """The rule a topic count uses: the topic's words in order, each followed by an optional
+    plural "s", separated by spaces or hyphens, case-insensitive, on the normalised text
+    ("reinforcement learning" matches "Reinforcement-Learning" and "reinforcement learnings")."""
+    words = re.findall(r"[\w+]+", normalise(topic).lower())
+    body = r"[\s\-]+".join(re.escape(w) + r"(?:e?s)?" for w in words)
+    return re.compile(rf"(?<![\w]){body}(?![\w])", re.I)
+
+
+def topic_count(topic: str, papers: dict[str, Paper], texts: dict[str, str],
+                filters: Filters | None) -> tuple[int, int]:
+    """(papers whose title, keywords or abstract contain ``topic`` by :func:`phrase_pattern`,
+    of those how many in the title or keywords), over the papers ``filters`` admit.
+    ``texts`` are the BM25 search texts (:meth:`rag.retrieve.retriever.Retriever.search_texts`)."""
+    pattern = phrase_pattern(topic)
+    found = topic_matches(topic, papers, texts, filters)
+    heads = (normalise(p.title) + " " + " ".join(normalise(k) for k in p.keywords) for p in found)
+    return len(found), sum(bool(pattern.search(h)) for h in heads)
+
+
+def topic_matches(topic: str, papers: dict[str, Paper], texts: dict[str, str],
+                  filters: Filters | None) -> list[Paper]:
+    """The papers :func:`topic_count` counts (title, keywords or abstract contain ``topic``,
+    :func:`phrase_pattern`), among those ``filters`` admit, in the index's order."""
+    pattern = phrase_pattern(topic)
+    return [p for p in matching(papers, filters) if pattern.search(texts.get(p.id, ""))]
+
+
+def status_breakdown(papers: Sequence[Paper]) -> str:
+    """``5,120 Accept (Poster), 223 Accept (Oral), ...``: status counts, most common first."""
+    counts = Counter(p.status or "no status" for p in papers)
+    return ", ".join(f"{n:,} {s}" for s, n in counts.most_common())
+
+
+def rated_item(hit: Hit, n: int, c) -> AnswerSentence:
+    """A list line with the paper's rating after its marker (``title [n] (rating 6.5 · 4
+    reviews, 5–8): “quote”``); the quote is what grounding checks."""
+    s = item(hit, n, c)
+    text = hit.paper.rating_text() or "unrated"
+    s.text = s.text.replace(f"[{n}]", f"[{n}] ({text})", 1)
+    return s
+
+
+def facet_answer(papers: dict[str, Paper], filters: Filters | None,
+                 k: int) -> tuple[list[AnswerSentence], list[Hit]]:
+    """A count or list of the papers matching ``filters``, no topic: the exact number, then
+    the first ``k`` by mean rating as the answer's papers. Returns (sentences, hits)."""
+    chosen = matching(papers, filters)
+    total = len(papers)
+    what = describe(filters)
+    if not chosen:
+        return [note(f"0 papers. No paper in this index matches {what} (it holds {total:,} "
+                     f"papers: {status_breakdown(list(papers.values()))}).")], []
+    listed = by_rating(chosen)[:k]
+    hits = [Hit(p, float(len(listed) - i)) for i, p in enumerate(listed)]
+    numbers = list(range(1, len(hits) + 1))
+    if what:
+        head = f"{len(chosen):,} of the {total:,} papers in this index match {what}."
+    else:
+        head = (f"This index holds {total:,} papers: "
+                f"{status_breakdown(list(papers.values()))}.")
+    out = [direct(head, [])]
+    rated = sum(1 for p in chosen if p.rating)
+    order = "by mean reviewer rating" if rated else "in list order"
+    out.append(heading(f"The first {len(hits)} {order}:" if len(chosen) > len(hits)
+                       else f"All of them, {order}:"))
+    out += [rated_item(h, n, None) for n, h in zip(numbers, hits)]
+    return out, hits
+
+
+def topic_count_head(topic: str, count: tuple[int, int], filters: Filters | None,
+                     total: int) -> AnswerSentence:
+    """The statement of a topic count, with its rule."""
+    n, n_title = count
+    scope = f"the {total:,} papers matching {describe(filters)}" if filters else \
+        f"the {total:,} papers in this index"
+    return note(f"{n:,} of {scope} contain the phrase “{topic}” in their title, keywords or "
+                f"abstract ({n_title:,} of them in the title or keywords). That is the rule "
+                "counted here: a paper about the topic in other words is not counted, and a "
+                "passing mention is.")
+
+
+def rated_answer(hits: Sequence[Hit], cands) -> tuple[list[AnswerSentence], list[Hit]]:
+    """The relevant ``hits`` re-ordered by mean reviewer rating, each line showing its rating.
+    ``cands`` are :func:`rag.compose.extractive.candidates` keyed by the hits' *original* numbers.
+    Returns (sentences, hits in their new order)."""
+    order = by_rating([h.paper for h in hits])
+    index = {h.id: i for i, h in enumerate(hits)}
+    new_hits = [hits[index[p.id]] for p in order]
+    numbers = list(range(1, len(new_hits) + 1))
+    out = [direct(f"The {len(new_hits)} most relevant papers, sorted by mean reviewer rating "
+                  "(unrated papers last):", numbers)]
+    for n, h in zip(numbers, new_hits):
+        c = (cands.get(index[h.id] + 1) or [None])[0]
+        if c is not None:
+            c = type(c)(n, c.text, c.pos, c.score)
+        out.append(rated_item(h, n, c))
+    return out, new_hits
