@@ -17,7 +17,7 @@ build then runs to its end and its summary and stage line are printed too; other
 stopped (its process group, which this script started) once the answer came. The build runs
 in this script's session, as a script that starts it in the background and then asks would;
 ``--own-session`` starts it in a session of its own, as from another terminal (Linux shares the
-CPU between sessions first: ``index.build.lower_priority``).
+CPU between sessions first: ``index.dense_fill.lower_priority``).
 
 The commands run from this checkout (``python -m rag`` with ``PYTHONPATH`` set to it), with
 ``--avx2`` through ``bench/avx2`` (the CPUID mask, or QEMU, which is far too slow to time).

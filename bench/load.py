@@ -218,9 +218,9 @@ def upload_index(home: Path, name: str, chroma_url: str, new_home: Path) -> int:
     server, its catalog/BM25/manifest into ``new_home``. No re-embedding. Returns chunks copied."""
     import numpy as np
 
+    from rag.backends.store import ChromaStore
     from rag.paths import CHROMA_DIR, LOCK_FILE, IndexPaths, collection_name
     from rag.settings import Settings
-    from rag.backends.store import ChromaStore
 
     src_dir = Settings(home=home).index_dir(name)
     dst_dir = Settings(home=new_home).index_dir(name)

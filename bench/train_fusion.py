@@ -175,7 +175,7 @@ def train(collected: list[dict], features=FEATURES, c: float = C, negatives: int
 def rank(model, q: dict) -> int:
     """Rank (1 = first) of the gold paper under ``model`` with the named-paper rule of search;
     a large number when no channel finds it."""
-    from rag.retrieve.retriever import put_named_first
+    from rag.retrieve.combine import put_named_first
 
     if q["row"] is None:
         return 10**6
@@ -251,8 +251,8 @@ def run(retriever, out: Path, *, papers: Path = PAPERS, eval_files=EVAL_FILES,
 
 
 def main(argv: list[str] | None = None) -> int:
-    from rag.retrieve.fusion import WEIGHTS_FILE
     from rag.chat.pipeline import Pipeline
+    from rag.retrieve.fusion import WEIGHTS_FILE
     from rag.settings import Settings
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])

@@ -7,9 +7,9 @@ dense vectors.
    index answers: ``ask``, ``chat`` and the UI search BM25 over every paper and the dense vectors
    of the papers embedded so far (:mod:`index.dense`, :mod:`rag.retrieve.coverage`).
 2. **Dense fill** (minutes): the papers that have no vectors yet are chunked and embedded in steps
-   of :data:`PAPERS_PER_STEP`, each step committed as it finishes (its batch file, its Chroma
-   chunks, then its ``dense`` rows in the catalog: :mod:`index.dense`); then the paper vectors,
-   the map, and the manifest that says the index is complete.
+   of :data:`index.dense_fill.PAPERS_PER_STEP`, each step committed as it finishes (its batch
+   file, its Chroma chunks, then its ``dense`` rows in the catalog: :mod:`index.dense`); then the
+   paper vectors, the map, and the manifest that says the index is complete.
 
 Incremental by content hash: a paper whose title and abstract are unchanged is not re-embedded
 (a metadata-only change updates metadata in place); a changed paper has its old chunks deleted
@@ -18,103 +18,41 @@ any point (Ctrl-C, ``kill -9``) and run again ends with exactly the right chunks
 index as a build that was never interrupted: see :mod:`index.catalog` for why. One build per
 index at a time (a file lock); readers never take it. It opens the store and the catalog with
 :mod:`index.reader`, as the query side does; file names come from :mod:`rag.paths`.
+
+This module runs the build (:func:`build_index`: its lock, its phase 1 steps) and removes an
+index (:func:`delete_index`); the dense fill is in :mod:`index.dense_fill`, the work phase 1 hands
+to other processes in :mod:`index.build_workers`, and what a build reports
+(:class:`~index.build_summary.BuildSummary`, the timed stages) in :mod:`index.build_summary`.
 """
 
 from __future__ import annotations
 
-import os
 import shutil
 import sys
 import time
-from collections import defaultdict
-from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable
 
 from index import dense as dense_batches
 from index import manifest
+from index.build_summary import BuildSummary
+from index.build_workers import _normalise, _start_names
 from index.catalog import Catalog, catalog_fingerprint, content_hash
 from index.chunking import chunk_metadata, chunk_paper, search_text  # noqa: F401 - re-exported
+from index.dense_fill import _embed_papers, lower_priority
 from index.reader import lexical_from_catalog, open_catalog, open_store
-from index.sources import LoadResult, Problem, load_papers
+from index.source_records import LoadResult
+from index.sources import load_papers
 from index.vectors import load_vectors, refresh_vectors, text_hash
+from rag.backends.lexical import LexicalIndex
 from rag.errors import IndexLockedError, PaperchatError
-from rag.backends.lexical import LexicalIndex, bm25_text
 from rag.paths import IndexPaths
 from rag.types import Chunk, Paper, chunk_number, paper_of
 
 if TYPE_CHECKING:
     from rag.backends.embedder import Embedder
-    from rag.settings import Settings
     from rag.backends.store import ChromaStore
-
-#: Papers embedded and written per step; a kill loses at most one step's work.
-PAPERS_PER_STEP = 64
-#: The stages a build's time is split into (``BuildSummary.stages``, ``paperchat bench index``):
-#: reading the list, the store and catalog checks of an interrupted build (``check``), text
-#: normalisation, tokenising into chunks, embedding, batch files and Chroma writes and deletes
-#: (``store``), catalog writes, the BM25 index, the paper vectors and the map layout. Phase 1 is
-#: load, check, normalise, catalog and bm25. In the dense fill, chunking (and normalising what
-#: phase 1 did not) runs in a helper thread and store and catalog in a writer thread, beside
-#: embedding (:func:`_embed_papers`), so their seconds overlap the embedder's; ``wait`` is the
-#: embedding loop's own time spent waiting for them (the part that was not hidden). The paper
-#: names (``names``, phase 1) are written by a child process beside the BM25 build: the stage is
-#: the time phase 1 waited for them after BM25 was done.
-STAGES = ("load", "check", "normalise", "chunk", "embed", "store", "catalog", "wait", "bm25",
-          "names", "vectors", "layout")
-
-
-@dataclass
-class BuildSummary:
-    """What a build did. Times in seconds."""
-
-    name: str
-    papers: int = 0            # papers in the index after the build
-    chunks: int = 0            # chunks in the index after the build
-    embedded: int = 0          # papers (re-)embedded by this build
-    updated_metadata: int = 0  # papers whose metadata changed but text did not
-    unchanged: int = 0
-    pruned: int = 0
-    skipped: int = 0           # malformed records skipped
-    problems: list[Problem] = field(default_factory=list)
-    seconds: float = 0.0
-    #: Wall seconds per stage (:data:`STAGES`); stages that did not run are absent.
-    stages: dict[str, float] = field(default_factory=lambda: defaultdict(float))
-    #: Tokens given to the embedder, special tokens included (sum of chunk ``n_tokens``).
-    tokens_embedded: int = 0
-    #: Wall seconds from the start until the index answered (catalog, BM25 and manifest
-    #: written: phase 1), and those of the dense fill with the paper vectors and the map after.
-    ready_seconds: float = 0.0
-    dense_seconds: float = 0.0
-
-    @contextmanager
-    def timed(self, stage: str):
-        """Add the wall time of the ``with`` body to ``stages[stage]`` (perf_counter seconds)."""
-        t0 = time.perf_counter()
-        try:
-            yield
-        finally:
-            self.stages[stage] += time.perf_counter() - t0
-
-    def stages_line(self) -> str:
-        """``time by stage: embed 301.2 s (78%), store 40.3 s (10%), ...``, slowest first, as
-        shares of the build's wall time, then when the index answered and how long the dense
-        fill took. Chunk, store and catalog run beside embedding (:data:`STAGES`), so the shares
-        add up to more than 100%."""
-        total = self.seconds or sum(self.stages.values()) or 1.0
-        parts = [f"{k} {v:.1f} s ({v / total:.0%})"
-                 for k, v in sorted(self.stages.items(), key=lambda kv: -kv[1]) if v >= 0.05]
-        phases = (f"; answering after {self.ready_seconds:.1f} s, then the dense fill and map "
-                  f"{self.dense_seconds:.1f} s" if self.embedded else "")
-        return ("time by stage (in the dense fill, chunk, store and catalog overlap embed): "
-                + (", ".join(parts) or "nothing to do") + phases)
-
-    def line(self) -> str:
-        return (f"index {self.name!r}: {self.papers} papers, {self.chunks} chunks; "
-                f"embedded {self.embedded}, unchanged {self.unchanged}, metadata updated "
-                f"{self.updated_metadata}, pruned {self.pruned}, skipped {self.skipped}; "
-                f"{self.seconds:.1f} s")
+    from rag.settings import Settings
 
 
 class _Lock:
@@ -157,9 +95,10 @@ def build_index(source: str | Path | LoadResult, *, settings: Settings, embedder
             not import the query side); run in phase 1 beside BM25, so the first question
             reads them instead of building them. None: the first reader builds and saves them.
         fill_nice: lower this process's priority by that many nice levels once phase 1 is
-            done (:func:`lower_priority`; ``settings.fill_nice`` from ``paperchat index``): a
-            question asked beside the dense fill is then not starved of the CPU. For a process
-            of its own only: the priority is never raised back (0, the default, keeps it).
+            done (:func:`index.dense_fill.lower_priority`; ``settings.fill_nice`` from
+            ``paperchat index``): a question asked beside the dense fill is then not starved of
+            the CPU. For a process of its own only: the priority is never raised back (0, the
+            default, keeps it).
     Returns:
         A :class:`BuildSummary`.
     Raises:
@@ -329,52 +268,6 @@ def build_index(source: str | Path | LoadResult, *, settings: Settings, embedder
         return summary
 
 
-def lower_priority(increment: int) -> int:
-    """Lower this process's scheduling priority by ``increment`` nice levels (at most to 19),
-    for every thread it has now: on Linux a nice value belongs to each thread (the Chroma client's
-    threads are already running), so each one in ``/proc/self/task`` is lowered; threads started
-    later inherit it from the thread that starts them. Elsewhere the process as a whole. An
-    unprivileged process cannot raise it back. Returns the number of threads lowered.
-
-    Linux's autogroups (``/proc/sys/kernel/sched_autogroup_enabled``) share the CPU between
-    sessions first and apply nice values only within a session. So a process that leads its own
-    session (``setsid``, a service, a script that starts it so) also lowers its session's
-    autogroup, which holds nothing else; one started from a shell leaves the shell's alone (that
-    would slow the terminal after the build): an ask from another terminal already gets a
-    session's equal share, and one from the same session is ordered by the threads' nice."""
-    if increment <= 0 or not hasattr(os, "setpriority"):
-        return 0
-    tasks = Path("/proc/self/task")
-    try:
-        threads = [int(t.name) for t in tasks.iterdir()] if tasks.is_dir() else [0]
-    except OSError:
-        threads = [0]
-    lowered = 0
-    for tid in threads:
-        try:
-            now = os.getpriority(os.PRIO_PROCESS, tid)
-            os.setpriority(os.PRIO_PROCESS, tid, min(19, now + increment))
-            lowered += 1
-        except OSError:  # a thread that has just ended
-            continue
-    _lower_autogroup(increment)
-    return lowered
-
-
-def _lower_autogroup(increment: int) -> bool:
-    """Raise the nice value of this process's autogroup by ``increment`` when the process leads
-    its session (see :func:`lower_priority`); True when it did."""
-    group = Path("/proc/self/autogroup")
-    try:
-        if os.getsid(0) != os.getpid() or not group.is_file():
-            return False
-        now = int(group.read_text().split("nice")[-1])
-        group.write_text(str(min(19, now + increment)))
-        return True
-    except (OSError, ValueError):  # no autogroups, or not allowed
-        return False
-
-
 def _repair(store: ChromaStore, catalog: Catalog) -> bool:
     """After an interrupted build, make Chroma and the ``dense`` rows agree: a paper whose stored
     chunk count differs from its current ``dense`` row's (stray chunks of a batch that was never
@@ -392,101 +285,6 @@ def _repair(store: ChromaStore, catalog: Catalog) -> bool:
         catalog.drop_dense(redo)
         store.delete_papers([pid for pid in redo if pid in counts])
     return bool(redo)
-
-
-#: Papers to normalise from which phase 1 uses a pool of processes (one per CPU, at most
-#: :data:`NORMALISE_PROCESSES`): LaTeX conversion (pylatexenc) is pure Python, about 21 s for
-#: the 19,630 ICLR 2026 abstracts on one core of this machine, most of phase 1. The workers
-#: also make each BM25 text's input to bm25s (:func:`rag.backends.lexical.bm25_text`, 3 s more), which
-#: the BM25 build would otherwise make alone after them.
-PARALLEL_NORMALISE = 2000
-NORMALISE_PROCESSES = 4
-
-
-def _normalise_texts(items: list[tuple[str, str, list[str]]]) -> list[tuple[str, str, str, str]]:
-    """:func:`index.chunking.search_text` of ``(title, abstract, keywords)`` items and the
-    :func:`rag.backends.lexical.bm25_text` of each BM25 text (runs in a worker process)."""
-    out = []
-    for t, a, k in items:
-        texts = search_text(Paper(id="", title=t, abstract=a, keywords=k))
-        out.append((*texts, bm25_text(texts[2])))
-    return out
-
-
-def _normalise(papers: list[Paper], summary: BuildSummary
-               ) -> tuple[dict[str, tuple[str, str, str]], dict[str, str]]:
-    """``(paper id -> (title, abstract, BM25 text), BM25 text -> its bm25_text)``, normalised
-    (:func:`search_text`): in worker processes for long lists (:data:`PARALLEL_NORMALISE`),
-    which also make the second mapping, else here (and the BM25 build makes it); the same text
-    either way. The fill reuses the titles and abstracts."""
-    out: dict[str, tuple[str, str, str]] = {}
-    prepared: dict[str, str] = {}
-    if not papers:
-        return out, prepared
-    with summary.timed("normalise"):
-        workers = min(NORMALISE_PROCESSES, os.cpu_count() or 1)
-        if len(papers) >= PARALLEL_NORMALISE and workers > 1:
-            try:
-                out, prepared = _normalise_in_processes(papers, workers)
-            except Exception:  # noqa: BLE001 - no fork, a broken pool ...: one process does it
-                out, prepared = {}, {}
-        for paper in papers:
-            if paper.id not in out:
-                out[paper.id] = search_text(paper)
-    return out, prepared
-
-
-def _normalise_in_processes(papers: list[Paper], workers: int
-                            ) -> tuple[dict[str, tuple[str, str, str]], dict[str, str]]:
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
-    if "fork" not in multiprocessing.get_all_start_methods():
-        return {}, {}
-    # fork: the workers need only rag.text, and a spawned worker would run the caller's script
-    parts = [papers[i:i + 250] for i in range(0, len(papers), 250)]
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
-        done = pool.map(_normalise_texts, [[(p.title, p.abstract, list(p.keywords)) for p in part]
-                                           for part in parts])
-        out, prepared = {}, {}
-        for part, texts in zip(parts, done):
-            for p, (title, abstract, text, terms) in zip(part, texts):
-                out[p.id] = (title, abstract, text)
-                prepared[text] = terms
-    return out, prepared
-
-
-def _start_names(write: Callable[[Path, str], object], index_dir: Path, fingerprint: str,
-                 log: Callable[[str], None]) -> Callable[[], None]:
-    """Start ``write(index_dir, fingerprint)`` (the paper names: see :func:`build_index`) in a
-    forked child process, where it runs beside the BM25 build on the other core; returns the
-    function that waits for it. Without fork, that function runs it. A failure is logged, not
-    raised: a reader then builds the names itself."""
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
-    pool = future = None
-    if "fork" in multiprocessing.get_all_start_methods():
-        try:
-            pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork"))
-            future = pool.submit(write, index_dir, fingerprint)
-        except Exception:  # noqa: BLE001 - no process to be had: written when waited for
-            pool = future = None
-
-    def wait() -> None:
-        try:
-            if future is None:
-                write(index_dir, fingerprint)
-            else:
-                future.result()
-        except Exception as exc:  # noqa: BLE001 - the names are an optimisation of the reader
-            log(f"paper names not written ({type(exc).__name__}: {exc}); the first question "
-                "builds them")
-        finally:
-            if pool is not None:
-                pool.shutdown()
-
-    return wait
 
 
 def _keep_recorded(recorded: dict, settings: Settings, embedder: Embedder, name: str,
@@ -521,99 +319,6 @@ def _map_layout(index_dir: Path, store: ChromaStore, catalog: Catalog, fingerpri
     except Exception as exc:  # noqa: BLE001 - the map is an extra; searching works without it
         log(f"map layout not computed ({type(exc).__name__}: {exc}); it will be computed when "
             "the map is first shown")
-
-
-def _embed_papers(store: ChromaStore, catalog: Catalog, papers: list[Paper],
-                  normalised: dict[str, tuple[str, str, str]], embedder: Embedder,
-                  settings: Settings, progress: bool, summary: BuildSummary,
-                  index_dir: Path) -> None:
-    """The dense fill: embed ``papers`` (their catalog rows are written) in steps of
-    :data:`PAPERS_PER_STEP`, as a three-stage pipeline: a helper thread chunks step k+1 (and
-    normalises it when phase 1 did not: ``normalised`` holds what it did) and a writer thread
-    commits step k-1 while the embedder works on step k. The embedder's ONNX Runtime threads
-    release the GIL, so the Python and Chroma work of the other two stages fills the CPU time
-    that a sequential loop left idle (measured in ``paperchat bench index``; see the README's
-    performance notes).
-
-    A step is committed as :mod:`index.dense` describes: its batch file, then its papers marked
-    not embedded (an old ``dense`` row of a changed paper), its old chunks deleted and the new
-    ones upserted, then its ``dense`` rows in one transaction. One writer commits the steps in
-    order, so a killed build resumes at the first step that was not committed, with the same
-    steps as an uninterrupted build (the papers still to embed are the tail of the list).
-
-    Chunking uses its own copy of the embedder's tokenizer: a Hugging Face fast tokenizer keeps
-    its truncation setting as state that each call sets (the embedder truncates at 256 tokens,
-    chunking must not truncate), and the Rust encoder runs without the GIL, so one shared
-    tokenizer could cut an abstract being chunked while the embedder encodes.
-    """
-    import copy
-    from concurrent.futures import ThreadPoolExecutor
-
-    from tqdm import tqdm
-
-    tokenizer = copy.deepcopy(embedder.tokenizer)
-    steps = [papers[s:s + PAPERS_PER_STEP] for s in range(0, len(papers), PAPERS_PER_STEP)]
-    had_rows = catalog.dense_ids()  # papers whose old chunks may be stored
-    first_batch = catalog.last_batch() + 1
-
-    def prepare(step: list[Paper]):
-        ids, docs, metas, rows = [], [], [], []
-        tokens = 0
-        for paper in step:
-            if paper.id in normalised:
-                title, abstract = normalised[paper.id][:2]
-            else:
-                with summary.timed("normalise"):
-                    title, abstract = search_text(paper)[:2]
-            with summary.timed("chunk"):
-                chunks = chunk_paper(paper.id, title, abstract, tokenizer,
-                                     max_tokens=settings.chunk_tokens,
-                                     overlap=settings.chunk_overlap)
-            for c in chunks:
-                ids.append(c.id)
-                docs.append(c.text)
-                metas.append(chunk_metadata(paper, c, len(chunks)))
-                tokens += c.n_tokens
-            rows.append((paper.id, text_hash(content_hash(paper)), len(chunks)))
-        return ids, docs, metas, rows, tokens
-
-    def write(batch: int, step: list[Paper], ids, vectors, docs, metas, rows) -> None:
-        stale = [p.id for p in step if p.id in had_rows]
-        with summary.timed("store"):
-            dense_batches.write_batch(index_dir, batch, ids, vectors)
-            if stale:
-                catalog.drop_dense(stale)  # before their chunks go: see index.catalog
-                store.delete_papers(stale)
-            store.upsert(ids, vectors, docs, metas)
-        with summary.timed("catalog"):
-            catalog.commit_dense(batch, rows, time.time())  # readers see the step from here
-
-    bar = tqdm(total=len(papers), unit="paper", disable=not progress or None, file=sys.stderr,
-               desc="embedding", dynamic_ncols=True)
-    try:
-        with ThreadPoolExecutor(1, thread_name_prefix="index-prepare") as preparer, \
-                ThreadPoolExecutor(1, thread_name_prefix="index-write") as writer:
-            ahead = preparer.submit(prepare, steps[0]) if steps else None
-            written = None  # (future, papers) of the step being written
-            for k, step in enumerate(steps):
-                with summary.timed("wait"):
-                    ids, docs, metas, rows, tokens = ahead.result()
-                ahead = preparer.submit(prepare, steps[k + 1]) if k + 1 < len(steps) else None
-                with summary.timed("embed"):
-                    vectors = embedder.embed(docs)
-                summary.tokens_embedded += tokens
-                if written is not None:
-                    with summary.timed("wait"):
-                        written[0].result()
-                    bar.update(len(written[1]))
-                written = (writer.submit(write, first_batch + k, step, ids, vectors, docs, metas,
-                                         rows), step)
-            if written is not None:
-                with summary.timed("wait"):
-                    written[0].result()
-                bar.update(len(written[1]))
-    finally:
-        bar.close()
 
 
 #: Papers per request when only metadata changes (one Chroma get and one update per batch).

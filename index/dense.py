@@ -2,7 +2,7 @@
 of them that a reader searches while the index is still being embedded.
 
 A build (:func:`index.build.build_index`) writes the catalog and BM25 of every paper first, then
-embeds the papers in batches of :data:`index.build.PAPERS_PER_STEP`. Each batch is committed in
+embeds the papers in batches of :data:`index.dense_fill.PAPERS_PER_STEP`. Each batch is committed in
 three steps, in this order:
 
 1. its file ``dense/batch-NNNNNN.npz`` (chunk ids, vectors float32 unit rows), written to a
@@ -42,8 +42,8 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from rag.paths import IndexPaths
 from rag.backends.store import ChunkMatch
+from rag.paths import IndexPaths
 from rag.types import chunk_id, chunk_number, paper_of
 
 if TYPE_CHECKING:

@@ -1,7 +1,7 @@
 """``paperchat fetch``: pull a public paper list into the project's JSONL, the only code of
 paperchat that uses the network (and only when that command is run).
 
-Sources (:func:`parse_source`):
+Sources (:func:`index.fetch_source.parse_source`):
 
 ``openreview:<venue id>`` (``openreview:ICLR.cc/2026/Conference``)
     OpenReview API v2 notes through the official ``openreview-py`` client
@@ -9,8 +9,9 @@ Sources (:func:`parse_source`):
     ``sort=id`` and ``after=<last id>``, :data:`PAGE_SIZE` notes a request. By default the
     accepted papers (``content.venueid=<venue id>``); with ``all_submissions`` every submission
     (``invitation=<venue id>/-/Submission``: also rejected, withdrawn and desk-rejected ones).
-    The decision comes from ``venueid`` and ``venue`` (:func:`index.sources.paper_from_openreview`:
-    ``ICLR 2026 Oral`` -> ``Accept (Oral)``, ``.../Withdrawn_Submission`` -> ``Withdrawn``).
+    The decision comes from ``venueid`` and ``venue``
+    (:func:`index.source_json.paper_from_openreview`: ``ICLR 2026 Oral`` -> ``Accept (Oral)``,
+    ``.../Withdrawn_Submission`` -> ``Withdrawn``).
 ``papercopilot:<conf>/<file>`` (``papercopilot:iclr/iclr2018``)
     One Paper Copilot ``paperlists`` JSON file, ``<base>/<conf>/<file>.json``, read with
     :func:`index.sources.load_papers` (so it carries the lists' reviewer ratings).
@@ -23,8 +24,9 @@ Faults:
 * Retries: 429 and 5xx are retried with exponential backoff, honouring ``Retry-After``, and a
   dropped connection is retried too: openreview-py's own urllib3 ``Retry`` policy (8 tries,
   backoff factor 1 s, at most 120 s), used as it is for OpenReview and copied for Paper Copilot
-  (:data:`RETRY_POLICY`). Every request also gets a timeout (:data:`TIMEOUT`: the client sets
-  none, so a silent server would hang it for ever).
+  (:data:`index.fetch_http.RETRY_POLICY`). Every request also gets a timeout
+  (:data:`index.fetch_http.TIMEOUT`: the client sets none, so a silent server would hang it for
+  ever).
 * Resume: OpenReview pages are appended to ``<out>.partial`` as they arrive and, after each page
   is on disk (flushed and fsynced), ``<out>.partial.json`` records the cursor: the byte length of
   the partial file, the last note id and the counts. A run with the same source, ``--all`` and
@@ -34,154 +36,34 @@ Faults:
   The output file appears, whole, only when the list is complete (renamed into place).
 * Offline or unreachable: :class:`rag.errors.FetchError` with one line naming the URL, the cause
   and how many papers are saved for the next run.
+
+This module fetches a list and writes it (:func:`fetch`); what to fetch and the summary of a fetch
+are in :mod:`index.fetch_source`, the network client side (retries, timeouts, the error of a
+failed request) in :mod:`index.fetch_http`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import io
 import json
 import os
-import re
 import sys
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from index.fetch_http import _http_error, _saved, _session, _ToStderr, openreview_client
+from index.fetch_source import FetchResult, Source
 from rag.errors import FetchError
 from rag.types import Paper, status_tier
 
-#: The public OpenReview API v2 (what ``openreview.net`` itself reads).
-OPENREVIEW_API = "https://api2.openreview.net"
+
 #: Where OpenReview's forum and pdf links point (a note's ``pdf`` is a path on it).
 OPENREVIEW_SITE = "https://openreview.net"
-#: Paper Copilot's ``paperlists`` repository as raw files: ``<base>/<conf>/<file>.json``.
-PAPERCOPILOT_BASE = "https://raw.githubusercontent.com/papercopilot/paperlists/main"
 #: Notes per OpenReview request: the API's largest ``limit`` (openreview-py's ``client.limit``).
 PAGE_SIZE = 1000
-#: openreview-py 2.9's retry policy (``OpenReviewClient.__init__``): ``total`` tries in all,
-#: ``backoff_factor * 2 ** (n - 1)`` seconds between them (plus up to 1 s of jitter), capped at
-#: ``backoff_max``; 429 and 5xx retried, ``Retry-After`` honoured. Paper Copilot downloads use
-#: the same numbers.
-RETRY_POLICY = dict(total=8, connect=1, backoff_factor=1, backoff_max=120, backoff_jitter=1,
-                    status_forcelist=[429, 500, 502, 503, 504], raise_on_status=False,
-                    respect_retry_after_header=True)
-#: (connect, read) timeout of every request, seconds.
-TIMEOUT = (10.0, 120.0)
 #: Download chunk of a Paper Copilot file, bytes.
 _CHUNK = 1 << 16
-KINDS = ("openreview", "papercopilot")
-
-
-@dataclass(frozen=True)
-class Source:
-    """What to fetch: ``kind`` (``openreview`` or ``papercopilot``), ``target`` (a venue id, or
-    ``<conf>/<file>``), ``url`` (the API or the lists' base URL, no trailing ``/``) and, for
-    OpenReview, ``all_submissions`` (also rejected and withdrawn ones)."""
-
-    kind: str
-    target: str
-    url: str
-    all_submissions: bool = False
-
-    @property
-    def spec(self) -> str:
-        """``kind:target``, as typed on the command line."""
-        return f"{self.kind}:{self.target}"
-
-    @property
-    def key(self) -> str:
-        """What a partial download must have been fetched with to be resumed."""
-        return f"{self.spec}|all={self.all_submissions}|{self.url}"
-
-    def slug(self) -> str:
-        """A file name stem for the list: ``openreview-iclr.cc-2026-conference-all``."""
-        text = re.sub(r"[^a-z0-9.]+", "-", f"{self.kind}-{self.target}".lower()).strip("-.")
-        return text + ("-all" if self.all_submissions else "")
-
-    def notes_query(self) -> dict[str, Any]:
-        """Keyword arguments of ``get_notes`` that select this source's notes."""
-        if self.all_submissions:
-            return {"invitation": f"{self.target}/-/Submission"}
-        return {"content": {"venueid": self.target}}
-
-    def list_url(self) -> str:
-        """The Paper Copilot file's URL."""
-        return f"{self.url}/{self.target}.json"
-
-
-def parse_source(spec: str, *, all_submissions: bool = False, api: str | None = None,
-                 base: str | None = None) -> Source:
-    """Read ``openreview:<venue id>`` or ``papercopilot:<conf>/<file>``.
-
-    ``api`` (OpenReview) and ``base`` (Paper Copilot) replace the public URLs
-    (:data:`OPENREVIEW_API`, :data:`PAPERCOPILOT_BASE`); ``all_submissions`` applies to OpenReview
-    only.
-
-    Raises:
-        FetchError: no known ``kind:``, an empty or malformed target (spaces, a Paper Copilot name
-            without exactly one ``/``, a ``.json`` suffix is tolerated), ``--all`` or ``--api``
-            with Paper Copilot, ``--base`` with OpenReview, or a URL that is not http(s).
-    """
-    kind, sep, target = (spec or "").strip().partition(":")
-    kind = kind.lower()
-    examples = ("openreview:ICLR.cc/2026/Conference (accepted papers; --all for every "
-                "submission) or papercopilot:iclr/iclr2018")
-    if not sep or kind not in KINDS:
-        raise FetchError(f"unknown source {spec!r}: write {examples}")
-    target = target.strip().strip("/")
-    if not target or re.search(r"\s", target):
-        raise FetchError(f"source {spec!r} has an empty or malformed name: write {examples}")
-    if kind == "openreview":
-        if base:
-            raise FetchError("--base is for papercopilot: sources; OpenReview's is --api URL")
-        url = api or OPENREVIEW_API
-    else:
-        if all_submissions:
-            raise FetchError("--all is for openreview: sources; a Paper Copilot list already "
-                             "holds every submission it has")
-        if api:
-            raise FetchError("--api is for openreview: sources; Paper Copilot's is --base URL")
-        target = target[:-5] if target.lower().endswith(".json") else target
-        if target.count("/") != 1 or "" in target.split("/"):
-            raise FetchError(f"source {spec!r}: a Paper Copilot list is <conf>/<file>, e.g. "
-                             "papercopilot:iclr/iclr2025 (the repository's folder and file name)")
-        url = base or PAPERCOPILOT_BASE
-    if not re.match(r"^https?://[^/\s]+", url):
-        raise FetchError(f"{'--api' if kind == 'openreview' else '--base'} {url!r} is not an "
-                         "http:// or https:// URL")
-    return Source(kind, target, url.rstrip("/"), all_submissions and kind == "openreview")
-
-
-@dataclass
-class FetchResult:
-    """What a fetch wrote: ``path`` (the JSONL file), ``papers`` (lines written), ``skipped``
-    (records that could not become papers, as ``"<id>: <reason>"``; their number is
-    ``n_skipped``), ``resumed_from`` (papers already on disk from an interrupted run, 0 for a
-    fresh one), ``requests`` (HTTP requests this run made, retries not counted), ``seconds``
-    (wall time of this run) and ``statuses`` (papers per decision tier, e.g. ``{"oral": 10,
-    "poster": 290}``)."""
-
-    source: Source
-    path: Path
-    papers: int
-    skipped: list[str] = field(default_factory=list)
-    n_skipped: int = 0
-    resumed_from: int = 0
-    requests: int = 0
-    seconds: float = 0.0
-    statuses: dict[str, int] = field(default_factory=dict)
-
-    def line(self) -> str:
-        """One summary line: ``fetched 300 papers (10 oral, 290 poster) from ... into ...``."""
-        tiers = ", ".join(f"{n} {t or 'no decision'}" for t, n in
-                          sorted(self.statuses.items(), key=lambda kv: -kv[1]))
-        resumed = f"; resumed after {self.resumed_from}" if self.resumed_from else ""
-        skipped = f"; {self.n_skipped} records skipped" if self.n_skipped else ""
-        return (f"fetched {self.papers} papers ({tiers or 'none'}) from {self.source.spec} into "
-                f"{self.path} in {self.seconds:.1f} s ({self.requests} requests{resumed}"
-                f"{skipped})")
 
 
 # --- records ----------------------------------------------------------------------------------
@@ -212,9 +94,9 @@ def note_row(note: dict[str, Any]) -> dict[str, Any]:
 
     Raises:
         ValueError: the note cannot be a paper (no ``content``, no title or abstract); the
-            message says which field (:func:`index.sources.paper_from_openreview`).
+            message says which field (:func:`index.source_json.paper_from_openreview`).
     """
-    from index.sources import paper_from_openreview
+    from index.source_json import paper_from_openreview
 
     paper = paper_from_openreview(note)
     content = note.get("content") or {}
@@ -252,92 +134,13 @@ def _write_state(path: Path, state: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
-class _ToStderr(io.TextIOBase):
-    """A stdout stand-in for openreview-py's retry messages (it prints them): they go to stderr
-    above the progress bar, so stdout keeps only paperchat's own summary."""
-
-    def write(self, text: str) -> int:
-        if text.strip():
-            from tqdm import tqdm
-
-            tqdm.write(f"openreview-py: {text.strip()}", file=sys.stderr)
-        return len(text)
-
-
-def _saved(count: int, what: str, where: Path) -> str:
-    """The resume hint of an error: ``300 papers are saved in X: run the same command again to
-    resume``, or ``nothing was saved``."""
-    return (f"{count:,} {what} are saved in {where}: run the same command again to resume"
-            if count else "nothing was saved")
-
-
-def _http_error(source: Source, url: str, exc: BaseException, saved: str) -> FetchError:
-    """A one-line FetchError for a network failure; ``saved`` is :func:`_saved`'s hint."""
-    import requests
-
-    text = str(exc)
-    if isinstance(exc, requests.exceptions.Timeout):
-        cause = f"no answer within {TIMEOUT[1]:.0f} s"
-    elif re.search(r"Name or service not known|Temporary failure in name resolution|"
-                   r"nodename nor servname|getaddrinfo failed|No address associated", text):
-        cause = "the host name does not resolve (offline?)"
-    elif "Connection refused" in text:
-        cause = "connection refused"
-    elif re.search(r"RemoteDisconnected|Connection aborted|reset by peer|IncompleteRead|"
-                   r"ProtocolError|ChunkedEncodingError", text):
-        cause = "the connection dropped"
-    elif isinstance(exc, requests.exceptions.ConnectionError):
-        cause = "the network is unreachable"
-    else:
-        cause = re.sub(r"\s+", " ", text)[:200]
-    return FetchError(f"cannot fetch {source.spec} from {url}: {cause}. paperchat fetch needs "
-                      f"the network (the only paperchat command that uses it); {saved}")
-
-
-def _with_timeout(adapter_cls):
-    """An HTTPAdapter subclass whose requests get :data:`TIMEOUT` unless given one."""
-
-    class TimeoutAdapter(adapter_cls):
-        def send(self, request, **kwargs):
-            if kwargs.get("timeout") is None:
-                kwargs["timeout"] = TIMEOUT
-            return super().send(request, **kwargs)
-
-    return TimeoutAdapter
-
-
-def openreview_client(api: str, retries: int | None = None):
-    """openreview-py's ``OpenReviewClient`` for ``api``, as a guest (public notes need no login;
-    openreview-py logs in only when ``OPENREVIEW_USERNAME``/``OPENREVIEW_PASSWORD`` are set),
-    with its own retry policy kept and :data:`TIMEOUT` added; ``retries`` replaces
-    the policy's ``total`` (0: fail at the first error; tests use it to interrupt a download).
-
-    Raises:
-        FetchError: openreview-py is not installed (the message gives the pip command).
-    """
-    try:
-        import openreview
-        from requests.adapters import HTTPAdapter
-    except ImportError:
-        raise FetchError("paperchat fetch openreview:... needs openreview-py: "
-                         "pip install openreview-py") from None
-    client = openreview.api.OpenReviewClient(baseurl=api)
-    adapter_cls = _with_timeout(HTTPAdapter)
-    for prefix, adapter in list(client.session.adapters.items()):
-        retry = adapter.max_retries
-        if retries is not None:
-            retry = retry.new(total=retries, connect=min(retry.connect or 0, retries))
-        client.session.mount(prefix, adapter_cls(max_retries=retry, pool_maxsize=8))
-    return client
-
-
 # --- OpenReview -------------------------------------------------------------------------------
 def fetch_openreview(source: Source, out: Path, *, progress: bool = True,
                      page_size: int = PAGE_SIZE, retries: int | None = None,
                      log: Callable[[str], None] = lambda m: None) -> FetchResult:
     """Fetch ``source``'s notes into ``out`` (JSONL), resuming an interrupted run's
     ``<out>.partial`` (see the module docstring). ``page_size``: notes per request, 1..1000;
-    ``retries``: as :func:`openreview_client`.
+    ``retries``: as :func:`index.fetch_http.openreview_client`.
 
     Raises:
         FetchError: the network or the API failed after the client's retries, or the venue id
@@ -445,24 +248,6 @@ def fetch_openreview(source: Source, out: Path, *, progress: bool = True,
 
 
 # --- Paper Copilot ----------------------------------------------------------------------------
-def _session(retries: int | None = None):
-    """A requests Session with :data:`RETRY_POLICY` (``retries`` replacing its ``total``) and
-    :data:`TIMEOUT` on every request."""
-    import requests
-    from requests.adapters import HTTPAdapter
-    from urllib3.util.retry import Retry
-
-    policy = dict(RETRY_POLICY)
-    if retries is not None:
-        policy.update(total=retries, connect=min(policy["connect"], retries))
-    session = requests.Session()
-    adapter = _with_timeout(HTTPAdapter)(max_retries=Retry(**policy))
-    session.mount("http://", adapter)
-    session.mount("https://", adapter)
-    session.headers["User-Agent"] = "paperchat-fetch"
-    return session
-
-
 def fetch_papercopilot(source: Source, out: Path, *, progress: bool = True,
                        retries: int | None = None,
                        log: Callable[[str], None] = lambda m: None) -> FetchResult:
@@ -477,7 +262,8 @@ def fetch_papercopilot(source: Source, out: Path, *, progress: bool = True,
     """
     import requests
 
-    from index.sources import load_papers, venue_from_filename
+    from index.source_records import venue_from_filename
+    from index.sources import load_papers
     from rag.errors import SourceFormatError
 
     t0 = time.perf_counter()

@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rag.errors import IndexMismatchError
-from rag.paths import MANIFEST_FILE as MANIFEST  # noqa: F401 - manifest.MANIFEST, the file name
 from rag.paths import IndexPaths
+from rag.paths import MANIFEST_FILE as MANIFEST  # noqa: F401 - manifest.MANIFEST, the file name
 from rag.text import NORMALISER_VERSION
 
 if TYPE_CHECKING:

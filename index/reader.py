@@ -17,8 +17,8 @@ from index.chunking import paper_chunks  # noqa: F401 - the chunks of a paper, f
 from index.dense import DenseProgress, DenseView  # noqa: F401 - DenseProgress for readers
 from index.vectors import PaperVectors, load_vectors, refresh_vectors
 from rag.backends.lexical import LexicalIndex
-from rag.paths import IndexPaths, collection_name
 from rag.backends.store import ChromaStore
+from rag.paths import IndexPaths, collection_name
 
 if TYPE_CHECKING:
     from rag.settings import Settings

@@ -68,7 +68,7 @@ class Settings(BaseSettings):
     lexical_candidates: int = Field(200, description="Papers kept from BM25 per query.")
     rrf_k: float = Field(60.0, description="Reciprocal rank fusion constant (Cormack et al. 2009).")
     lexical_weight: float = Field(0.8, description="Weight of the z-scored BM25 score against the "
-                                  "z-scored dense score in fusion (see rag.retrieve.retriever.zfusion).")
+                                  "z-scored dense score in fusion (see rag.retrieve.combine.zfusion).")
     fusion: Literal["learned", "fixed"] = Field(
         "learned", description="How the channels are fused (rag.retrieve.retriever.Retriever.search): "
         "'learned' scores candidates with the weights of rag/retrieve/fusion_weights.json (rag.retrieve.fusion, "

@@ -150,7 +150,7 @@ def real_embedder():
 
 @pytest.fixture(scope="session")
 def real_generator():
-    from rag.backends.generator import LlamaCppGenerator
+    from rag.backends.llama_cpp import LlamaCppGenerator
 
     return LlamaCppGenerator()
 

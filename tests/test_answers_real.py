@@ -12,11 +12,11 @@ import re
 
 import pytest
 
-from rag.compose import prompts
 from rag.chat.answer import answer, resolve_mode
-from rag.understand.history import turn_after
+from rag.compose import prompts
 from rag.compose.guards import answer_max_repeat, count_leaks, leak_reason
 from rag.text import normalise
+from rag.understand.history import turn_after
 from tests.conftest import SEED
 
 pytestmark = pytest.mark.integration

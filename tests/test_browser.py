@@ -756,7 +756,8 @@ def crowded_server(tmp_path_factory):
     fit) and one for the largest region away from them, then served."""
     import numpy as np
 
-    from index.layout import Label, load_layout, save_layout
+    from index.layout import load_layout, save_layout
+    from index.layout_labels import Label
 
     home = tmp_path_factory.mktemp("crowded")
     subprocess.run(paperchat_cmd() + ["index", str(ROOT / "data" / "seed_papers.jsonl"),

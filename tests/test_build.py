@@ -22,13 +22,15 @@ import numpy as np
 import pytest
 
 from index import manifest
-from index.build import PAPERS_PER_STEP, build_index, search_text
+from index.build import build_index, search_text
 from index.catalog import Catalog
 from index.chunking import chunk_paper
+from index.dense_fill import PAPERS_PER_STEP
 from index.reader import open_store
-from index.sources import LoadResult, load_papers
-from rag.errors import IndexLockedError, IndexMismatchError, SourceFormatError
+from index.source_records import LoadResult
+from index.sources import load_papers
 from rag.backends.lexical import LexicalIndex
+from rag.errors import IndexLockedError, IndexMismatchError, SourceFormatError
 from rag.settings import Settings
 from tests.conftest import ROOT, SEED, SHARED_DATA, FakeEmbedder
 
@@ -388,8 +390,8 @@ BUILD_SCRIPT = r"""
 import sys, time
 sys.path.insert(0, {root!r})
 from tests.conftest import FakeEmbedder
-import index.catalog
 from index.build import build_index
+import index.catalog
 from rag.settings import Settings
 
 home, source, mode, marker = sys.argv[1:]
@@ -643,7 +645,7 @@ def test_stage_times_and_embedded_tokens_are_reported(settings, fake_embedder, s
 
 def test_chunking_never_shares_the_embedders_tokenizer_across_threads(settings, seed):
     """A fast tokenizer's truncation is mutable state set by each call; chunking in the
-    pipeline's helper thread must use its own copy (index.build._embed_papers)."""
+    pipeline's helper thread must use its own copy (index.dense_fill._embed_papers)."""
     import threading
 
     class Recording(FakeEmbedder):

@@ -15,8 +15,8 @@ import pytest
 
 from index.catalog import paper_record
 from index.sources import load_papers
-from rag.backends import lexical
 from rag import text
+from rag.backends import lexical
 from tests.conftest import SEED, SHARED_DATA
 
 #: Strings where the head the fast path leaves out of the parse ends at each kind of markup.
@@ -166,7 +166,7 @@ def test_phase_1_in_worker_processes_writes_what_one_process_writes(tmp_path, fa
                                                                     monkeypatch):
     """The seed list built with phase 1's worker processes (they also make BM25's input,
     rag.backends.lexical.bm25_text) and built in one process: the same catalog rows and BM25 scores."""
-    from index import build
+    from index import build, build_workers
     from index.reader import open_catalog
     from rag.backends.lexical import LexicalIndex, bm25_text
     from rag.paths import IndexPaths
@@ -176,7 +176,7 @@ def test_phase_1_in_worker_processes_writes_what_one_process_writes(tmp_path, fa
                "diffusion models for video", "reinforcement learning from human feedback"]
     built = {}
     for label, threshold in (("one process", 10 ** 9), ("workers", 1)):
-        monkeypatch.setattr(build, "PARALLEL_NORMALISE", threshold)
+        monkeypatch.setattr(build_workers, "PARALLEL_NORMALISE", threshold)
         settings = Settings(home=tmp_path / label, embedder="fake-bow", embed_backend="torch",
                             map_layout=False)
         build.build_index(SEED, settings=settings, embedder=fake_embedder, progress=False,
@@ -187,7 +187,7 @@ def test_phase_1_in_worker_processes_writes_what_one_process_writes(tmp_path, fa
                         [lexical.scores(q).tolist() for q in queries])
     assert built["workers"] == built["one process"]
     texts = [t for _, t in built["workers"][0]]
-    assert build._normalise_texts([("T", "A $x$ --", ["k"])])[0][3] == bm25_text("T. k. A x –")
+    assert build_workers._normalise_texts([("T", "A $x$ --", ["k"])])[0][3] == bm25_text("T. k. A x –")
     assert LexicalIndex.build(["a"] * len(texts), texts, {t: bm25_text(t) for t in texts}) \
         .scores("graph").tolist() == LexicalIndex.build(["a"] * len(texts), texts) \
         .scores("graph").tolist()

@@ -11,9 +11,9 @@ import sys
 
 import pytest
 
+from rag.types import Paper
 from rag.understand import history as hist
 from rag.understand.history import Turn
-from rag.types import Paper
 from tests.conftest import ROOT
 
 pytestmark = pytest.mark.integration

@@ -4,8 +4,8 @@ import re
 
 import pytest
 
-from rag.compose import compare
 from rag.chat.answer import DoneEvent, TokenEvent, answer, answer_stream
+from rag.compose import compare
 from rag.compose.compare import ROWS, build_comparison, classify, synthesis_messages
 from rag.compose.rendering import EMPTY, to_markdown
 from rag.types import Hit, Paper
@@ -132,7 +132,7 @@ COMPARISON = ("How does the paper on refining hybrid genetic search for CVRP wit
 
 
 def test_one_word_side_is_a_comparison():
-    from rag.understand.slots import comparison_sides
+    from rag.understand.mentions import comparison_sides
 
     assert comparison_sides(COMPARISON)[1] == "StepORLM"
 

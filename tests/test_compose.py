@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from rag.compose import extractive as compose
 from rag.chat import constrained
 from rag.chat.answer import answer, resolve_mode
+from rag.compose import extractive as compose
+from rag.compose.guards import RepeatGuard, answer_max_repeat, count_leaks, leak_reason, max_repeat
+from rag.compose.quotes import Candidate, candidates
 from rag.errors import InvalidQuestionError
 from rag.evaluate.answers import summarise
-from rag.compose.guards import RepeatGuard, answer_max_repeat, count_leaks, leak_reason, max_repeat
 from rag.types import AnswerSentence, Hit, Paper
 from tests.conftest import ScriptedGenerator
 
@@ -113,7 +114,7 @@ def test_without_repeats_drops_a_repeating_quote_but_keeps_the_direct_line():
 
 # -- constrained -------------------------------------------------------------------------------
 def test_grammar_offers_only_the_candidates_and_parse_reads_them_back():
-    pool = [compose.Candidate(1, 'We say "x" \\ y.', 0, 0.9), compose.Candidate(2, "Other — ε.", 0, 0.5)]
+    pool = [Candidate(1, 'We say "x" \\ y.', 0, 0.9), Candidate(2, "Other — ε.", 0, 0.5)]
     gbnf = constrained.grammar(pool)
     assert gbnf.startswith("root ::= pick") and gbnf.count("“") == 2
     text = f"{constrained.literal(pool[1])} {constrained.literal(pool[0])}"
@@ -122,7 +123,7 @@ def test_grammar_offers_only_the_candidates_and_parse_reads_them_back():
 
 
 def test_constrained_pool_is_cut_to_the_context_window():
-    long = [compose.Candidate(n, "word " * 300, 0, 1.0) for n in (1, 2, 3)]
+    long = [Candidate(n, "word " * 300, 0, 1.0) for n in (1, 2, 3)]
     small = ScriptedGenerator(context_window=1200)
     kept = constrained.fitting("q?", long, small)
     assert 0 < len(kept) < 3 and kept == long[:len(kept)]
@@ -134,7 +135,7 @@ def test_constrained_mode_uses_the_models_picks(fake_index):
     gen = ScriptedGenerator(n_params=100_000_000)
     q = "crossover operators for CVRP hybrid genetic search"
     probe = answer(q, retriever=retriever, generator=gen, settings=settings, mode="extractive")
-    cands = compose.candidates(q, probe.hits, retriever.embedder)
+    cands = candidates(q, probe.hits, retriever.embedder)
     pool = constrained.pool("lookup", probe.hits, cands)
     gen.enqueue(constrained.literal(pool[-1]))  # the model picks the last candidate only
     ans = answer(q, retriever=retriever, generator=gen, settings=settings, mode="constrained")
@@ -252,6 +253,6 @@ def test_a_theory_paper_is_described_by_what_the_authors_did_and_found():
              "We address this question by studying its relation to information-computation gaps "
              "in statistical estimation.",
              "We prove that this implies a failure of sampling via diffusions."]
-    cands = [compose.Candidate(1, t, i, 0.5) for i, t in enumerate(texts)]
+    cands = [Candidate(1, t, i, 0.5) for i, t in enumerate(texts)]
     picked = [c.text for c in compose.summary_quotes(cands)]
     assert picked[0] == texts[2] and texts[0] not in picked and texts[1] not in picked

@@ -61,7 +61,7 @@ def test_a_saved_bm25_index_from_the_old_term_rule_is_not_current(tmp_path):
                                         ("ECG", False), ("Speculative", False), ("RL-tuning", False),
                                         ("fine-tuning", False)])
 def test_name_like_words(word, named):
-    from rag.retrieve.retriever import name_like
+    from rag.understand.names import name_like
 
     assert name_like(word) is named
 
@@ -71,7 +71,7 @@ def test_name_like_words(word, named):
                                         ("Never Saddle: Reparameterized Descent", ""),
                                         ("Prism: a thing", ""), ("No colon in this title", "")])
 def test_title_names(title, name):
-    from rag.retrieve.retriever import title_name
+    from rag.understand.names import title_name
 
     assert title_name(title) == name
 
@@ -136,7 +136,7 @@ def test_questions_in_another_script(question, foreign, query):
 
 
 def test_has_topic():
-    from rag.understand.slots import has_topic
+    from rag.understand.topics import has_topic
 
     assert not has_topic("How many papers?") and not has_topic("") and not has_topic("list the papers")
     assert has_topic("papers on diffusion") and has_topic("GRPO")
@@ -188,7 +188,7 @@ def test_facet_count_of_nothing_says_what_the_index_holds():
     ("how many on diffusion language models?", "diffusion language models"),
     ("on diffusion language models", "diffusion language models")])
 def test_topic_of_a_count_question(question, topic):
-    from rag.understand.slots import count_topic, has_topic
+    from rag.understand.topics import count_topic, has_topic
 
     got = count_topic(question)
     assert got == topic or (not topic and not has_topic(got))
@@ -219,7 +219,7 @@ def test_topic_count_rule_counts_phrases_in_title_keywords_or_abstract():
     ("What about its results?", None), ("And for that paper?", None),
     ("What results does it report?", None), ("protein folding", None)])
 def test_new_subject(question, subject):
-    from rag.understand.slots import new_subject
+    from rag.understand.topics import new_subject
 
     assert new_subject(question) == subject
 
@@ -227,8 +227,8 @@ def test_new_subject(question, subject):
 def test_a_refine_that_names_only_another_aspect_keeps_the_question():
     """"and what metrics?" after the datasets used to evaluate X: the metrics of X, not a
     search for "what metrics"; "and metrics for speech models?" names a new subject."""
+    from rag.chat.refine import resolve_refine
     from rag.understand.history import Turn
-    from rag.chat.operations import resolve_refine
     from rag.understand.plan import Plan
 
     q = "What datasets are used to evaluate long-context LMs?"
@@ -244,8 +244,8 @@ def test_a_refine_that_names_only_another_aspect_keeps_the_question():
 
 
 def test_a_new_subject_replaces_the_previous_one_instead_of_stacking():
+    from rag.chat.refine import resolve_refine
     from rag.understand.history import Turn
-    from rag.chat.operations import resolve_refine
     from rag.understand.plan import Plan
 
     asked = Plan("search", "survey", topic="KV cache compression",
@@ -291,7 +291,7 @@ def test_a_new_subject_replaces_the_previous_one_instead_of_stacking():
     ("papers on pruning or quantization", None),
     ("Is the paper on pruning better, or the one on quantization?", None)])
 def test_described_comparisons_are_split(question, sides):
-    from rag.understand.slots import comparison_sides
+    from rag.understand.mentions import comparison_sides
 
     assert comparison_sides(question) == sides
 
@@ -386,8 +386,8 @@ def _dev_rows():
 def test_dev_conference_question(row, accepted_pipeline):
     """Each question of the dev file with the real models on the accepted list: every check."""
     from rag.chat.answer import answer
-    from rag.understand.history import turn_after
     from rag.evaluate.checks import check_answer
+    from rag.understand.history import turn_after
 
     pipe = accepted_pipeline
     history = []
@@ -478,8 +478,8 @@ def test_hostile_questions_are_read_quickly_without_errors(question):
 def test_a_position_past_the_last_answer_is_taken_from_the_one_before(seed_papers):
     """"the BibTeX of the second one" after "which of these are orals?" found one: [2] of the
     15 before it, said in a note; a position no answer had stays missing."""
+    from rag.chat.previous import _list_with
     from rag.understand.history import Turn
-    from rag.chat.operations import _list_with
 
     papers = list(seed_papers.values()) if isinstance(seed_papers, dict) else list(seed_papers)
     survey = Turn("papers on X", numbered={n: p for n, p in enumerate(papers[:15], 1)},

@@ -25,15 +25,18 @@ import numpy as np
 import pytest
 
 from index import manifest
-from index.build import PAPERS_PER_STEP, build_index
+from index.build import build_index
 from index.catalog import Catalog
 from index.dense import DenseProgress, DenseView, batch_path, matches_where, progress, read_batch
+from index.dense_fill import PAPERS_PER_STEP
 from index.reader import open_store
-from index.sources import LoadResult, load_papers
-from rag.retrieve.coverage import coverage_line, fuse_unscored, merge_scores, score_unembedded
+from index.source_records import LoadResult
+from index.sources import load_papers
 from rag.backends.lexical import LexicalIndex
 from rag.compose.rendering import answer_json
-from rag.retrieve.retriever import PartialRetriever, Ranking, Retriever, zfusion
+from rag.retrieve.combine import zfusion
+from rag.retrieve.coverage import coverage_line, fuse_unscored, merge_scores, score_unembedded
+from rag.retrieve.retriever import PartialRetriever, Ranking, Retriever
 from tests.conftest import ROOT, SEED, SHARED_DATA, FakeEmbedder, ScriptedGenerator
 
 QUIET = {"progress": False, "log": lambda m: None}
@@ -241,8 +244,8 @@ def test_refusal_stays_calibrated_on_a_partly_embedded_index(partial, seed):
 
 
 def test_an_answer_on_a_partly_embedded_index_states_its_coverage(partial, capsys):
-    from rag.cli import _answer_here
     from rag.chat.pipeline import Pipeline
+    from rag.cli.chat import _answer_here
 
     settings, whole, part, embedded = partial
     pipe = Pipeline(settings, embedder=FakeEmbedder(), generator=ScriptedGenerator())
@@ -260,8 +263,8 @@ def test_an_answer_on_a_partly_embedded_index_states_its_coverage(partial, capsy
 
 
 def test_a_whole_index_has_no_coverage_key(fake_index, capsys):
-    from rag.cli import _answer_here
     from rag.chat.pipeline import Pipeline
+    from rag.cli.chat import _answer_here
 
     settings, retriever = fake_index
     pipe = Pipeline(settings, embedder=FakeEmbedder(), generator=ScriptedGenerator())
@@ -390,11 +393,11 @@ def test_a_reader_never_waits_on_the_build_and_never_sees_a_half_written_batch(s
     """A build parked inside its second commit (the batch's file and Chroma chunks written, its
     dense rows not), holding the build lock, with a write transaction open on the catalog: a
     reader opens the index and searches at once and sees exactly the first batch."""
-    import index.build as build_mod
     import index.catalog as catalog_mod
+    import index.dense_fill as fill_mod
     from filelock import FileLock, Timeout
 
-    monkeypatch.setattr(build_mod, "PAPERS_PER_STEP", 5)
+    monkeypatch.setattr(fill_mod, "PAPERS_PER_STEP", 5)
     parked, release = threading.Event(), threading.Event()
     real_commit, calls = catalog_mod.Catalog.commit_dense, []
 
@@ -434,11 +437,11 @@ def test_a_reader_never_waits_on_the_build_and_never_sees_a_half_written_batch(s
 
 
 def test_a_running_app_picks_up_new_vectors_without_reopening(settings, seed, monkeypatch):
-    import index.build as build_mod
     import index.catalog as catalog_mod
+    import index.dense_fill as fill_mod
     from rag.chat.pipeline import Pipeline
 
-    monkeypatch.setattr(build_mod, "PAPERS_PER_STEP", 4)
+    monkeypatch.setattr(fill_mod, "PAPERS_PER_STEP", 4)
     target = seed[-1]  # in the last batch
     q = FakeEmbedder().embed([target.title])[0]
     seen = []
@@ -505,10 +508,11 @@ def test_an_interrupted_and_resumed_build_equals_an_uninterrupted_one(tmp_path, 
     to the byte, as one build that was never stopped."""
     import index.build as build_mod
     import index.catalog as catalog_mod
+    import index.dense_fill as fill_mod
     import rag.backends.store as store_mod
     from rag.settings import Settings
 
-    monkeypatch.setattr(build_mod, "PAPERS_PER_STEP", 3)
+    monkeypatch.setattr(fill_mod, "PAPERS_PER_STEP", 3)
     make = lambda home: Settings(home=home, embedder="fake-bow", embed_backend="torch",  # noqa
                                  map_layout=False)
     one_shot, resumed = make(tmp_path / "one"), make(tmp_path / "resumed")
@@ -557,12 +561,12 @@ BUILD_SCRIPT = r"""
 import sys, time
 sys.path.insert(0, {root!r})
 from tests.conftest import FakeEmbedder
-import index.build
 from index.build import build_index
+import index.dense_fill
 from rag.settings import Settings
 
 home, source = sys.argv[1:]
-index.build.PAPERS_PER_STEP = 16
+index.dense_fill.PAPERS_PER_STEP = 16
 
 class SlowFake(FakeEmbedder):
     def embed(self, texts):
@@ -685,11 +689,11 @@ def test_an_index_from_before_the_dense_fill_is_updated_without_embedding_it_aga
     assert_index_exact(settings, seed, FakeEmbedder())
 
 
-# --- the fill yields the CPU (index.build.lower_priority) -------------------------------------
+# --- the fill yields the CPU (index.dense_fill.lower_priority) --------------------------------
 _LOWER = """
 import json, os, threading, time
 from pathlib import Path
-from index.build import lower_priority
+from index.dense_fill import lower_priority
 stop = threading.Event()
 before = threading.Thread(target=stop.wait)
 before.start()

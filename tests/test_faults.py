@@ -32,8 +32,8 @@ from pathlib import Path
 import pytest
 
 from bench.load import free_port, start_chroma, start_llm_server
+from rag.backends.llm_server import OpenAIServerGenerator
 from rag.errors import BackendUnavailableError
-from rag.backends.generator import OpenAIServerGenerator
 from conftest import SEED, SHARED_DATA, FakeEmbedder
 
 CVRP = "aITKXFeivk"
@@ -319,8 +319,8 @@ def test_chroma_gone_or_hung_mid_session(chroma_server, settings, fake_embedder)
     """Server mode with the fake embedder: build, query; then SIGSTOP the server (hung: the
     query gives up after the store's request timeout) and SIGKILL it (gone: at once)."""
     from index.build import build_index
-    from rag.retrieve.retriever import Retriever
     from rag.backends.store import ChromaStore
+    from rag.retrieve.retriever import Retriever
 
     settings = settings.model_copy(update={"chroma_url": chroma_server.url})
     build_index(SEED, settings=settings, embedder=fake_embedder, progress=False,

@@ -165,7 +165,8 @@ def test_an_interrupted_download_resumes_after_its_cursor(dying, tmp_path):
 
 
 def test_a_half_written_page_is_dropped_on_resume(replay, tmp_path):
-    from index.fetch import Source, fetch_openreview
+    from index.fetch import fetch_openreview
+    from index.fetch_source import Source
 
     out = tmp_path / "h.jsonl"
     source = Source("openreview", VENUE, replay)
@@ -189,7 +190,8 @@ def rows_of_sample() -> list[dict]:
 
 
 def test_a_partial_file_of_another_source_is_not_resumed(replay, tmp_path):
-    from index.fetch import Source, fetch_openreview
+    from index.fetch import fetch_openreview
+    from index.fetch_source import Source
 
     out = tmp_path / "o.jsonl"
     out.with_name(out.name + ".partial").write_text('{"id": "zzz"}\n')
@@ -366,6 +368,7 @@ def test_a_server_that_pages_smaller_than_asked_is_read_to_the_end(replay, tmp_p
     """An API that caps ``limit`` below what was asked (here 70 of 100) gives short pages before
     the end: the fetch goes on until the count is reached, losing nothing."""
     from index import fetch as fetch_mod
+    from index import fetch_source
 
     real = fetch_mod.openreview_client
 
@@ -381,7 +384,7 @@ def test_a_server_that_pages_smaller_than_asked_is_read_to_the_end(replay, tmp_p
     monkeypatch.setattr(fetch_mod, "openreview_client",
                         lambda api, retries=None: made.append(Capped(real(api, retries)))
                         or made[-1])
-    res = fetch_mod.fetch_openreview(fetch_mod.Source("openreview", VENUE, replay),
+    res = fetch_mod.fetch_openreview(fetch_source.Source("openreview", VENUE, replay),
                                      tmp_path / "c.jsonl", progress=False, page_size=100)
     assert res.papers == 300 and res.requests == 5  # 70 * 4 + 20
     check_sample(tmp_path / "c.jsonl")

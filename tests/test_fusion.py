@@ -51,8 +51,8 @@ def test_a_bad_weights_file_is_refused_with_the_reason(tmp_path, bad, message):
 
 
 def test_the_on_topic_threshold_is_refusals():
-    from rag.retrieve.fusion import ON_TOPIC_COSINE
     from rag.compose.refusal import MIN_DENSE
+    from rag.retrieve.fusion import ON_TOPIC_COSINE
 
     assert ON_TOPIC_COSINE == MIN_DENSE
 
@@ -155,8 +155,8 @@ def test_features_are_only_computed_when_a_model_needs_them(fake_index):
 
 
 def test_search_uses_the_learned_fusion_and_fixed_is_the_convex_combination(fake_index):
+    from rag.retrieve.combine import zfusion
     from rag.retrieve.fusion import feature_matrix, shipped
-    from rag.retrieve.retriever import zfusion
 
     settings, retriever = fake_index
     learned = retriever.search(QUESTION, k=10, evidence=False, feedback=False)
@@ -183,7 +183,7 @@ def test_search_uses_the_learned_fusion_and_fixed_is_the_convex_combination(fake
     ({"a": 3.0, "b": 2.0}, [], ["a"], ["b"], "a", False),
 ])
 def test_put_named_first(fused, named, bm25_top, prf_top, first, overruled):
-    from rag.retrieve.retriever import put_named_first
+    from rag.retrieve.combine import put_named_first
 
     out, meta = put_named_first(fused, named, bm25_top, prf_top)
     assert max(out, key=out.get) == first

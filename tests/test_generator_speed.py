@@ -20,8 +20,11 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, ScriptedGenerator
+from rag.backends.generator import gbnf_literal
+from rag.backends.gguf import gguf_type
+from rag.backends.llama_cpp import size_label_params
+from rag.backends.llm_server import OpenAIServerGenerator
 from rag.errors import GrammarError, ModelLoadError
-from rag.backends.generator import OpenAIServerGenerator, gbnf_literal, gguf_type, size_label_params
 
 TRICKY = 'ε × — $ \\ "quoted" \'single\' “curly” [2]'
 
@@ -108,25 +111,25 @@ def test_server_generator_sends_the_grammar_and_has_no_size():
 
 # --- re-quantisation: the fallback ------------------------------------------------------------
 def test_a_failed_requantisation_warns_and_uses_the_shipped_file(settings, monkeypatch, caplog):
-    from rag.backends import generator
     from rag import offline
+    from rag.backends import gguf
 
     def fail(*args, **kwargs):
         raise RuntimeError("llama.cpp could not re-quantise (return code 1)")
 
-    monkeypatch.setattr(generator, "requantize_gguf", fail)
-    with caplog.at_level(logging.WARNING, logger="rag.backends.generator"):
-        path, name = generator.bundled_model(settings)
+    monkeypatch.setattr(gguf, "requantize_gguf", fail)
+    with caplog.at_level(logging.WARNING, logger="rag.backends.gguf"):
+        path, name = gguf.bundled_model(settings)
     assert path == offline.bundled_gguf() and name == path.name
     assert "could not re-quantise the bundled model to Q4_0" in caplog.text
 
 
 def test_no_requantisation_when_asked_for_none(settings):
-    from rag.backends import generator
     from rag import offline
+    from rag.backends import gguf
 
     for value in ("", "q4_1"):  # off, or the type it ships in
-        path, name = generator.bundled_model(settings.model_copy(update={"requantize": value}))
+        path, name = gguf.bundled_model(settings.model_copy(update={"requantize": value}))
         assert path == offline.bundled_gguf() and name == "SmolLM2-135M-Instruct.Q4_1.gguf"
     assert not (Path(settings.home) / "models").exists()
 
@@ -144,28 +147,29 @@ MESSAGES_C = [{"role": "system", "content": "Reply with a list of three fruits."
 def q4_0(tmp_path_factory):
     """The bundled model re-quantised to Q4_0 in a module-wide cache directory."""
     from rag import offline
-    from rag.backends.generator import requantize_gguf
+    from rag.backends.gguf import requantize_gguf
 
     return requantize_gguf(offline.bundled_gguf(), tmp_path_factory.mktemp("models"), "Q4_0")
 
 
 @pytest.fixture(scope="module")
 def small(q4_0):
-    from rag.backends.generator import LlamaCppGenerator
+    from rag.backends.llama_cpp import LlamaCppGenerator
 
     return LlamaCppGenerator(q4_0)
 
 
 def fresh_greedy(path: Path, messages, max_tokens: int = 48) -> str:
     """The reply of a model loaded for this one prompt (no cache to re-use)."""
-    from rag.backends.generator import LlamaCppGenerator
+    from rag.backends.llama_cpp import LlamaCppGenerator
 
     return "".join(LlamaCppGenerator(path).stream(messages, max_tokens=max_tokens))
 
 
 @pytest.mark.integration
 def test_requantised_once_reused_and_named(settings, tmp_path):
-    from rag.backends.generator import check_gguf, make_generator, requantize_gguf
+    from rag.backends.generator import make_generator
+    from rag.backends.gguf import check_gguf, requantize_gguf
 
     g = make_generator(settings)
     cached = list((Path(settings.home) / "models").glob("*.gguf"))
@@ -186,7 +190,7 @@ def test_requantised_once_reused_and_named(settings, tmp_path):
 @pytest.mark.integration
 def test_two_processes_requantise_into_one_file(tmp_path):
     code = ("import sys; sys.path.insert(0, sys.argv[1]);"
-            "from rag import offline; from rag.backends.generator import requantize_gguf;"
+            "from rag import offline; from rag.backends.gguf import requantize_gguf;"
             "print(requantize_gguf(offline.bundled_gguf(), sys.argv[2], 'Q4_0'))")
     procs = [subprocess.Popen([sys.executable, "-c", code, str(ROOT), str(tmp_path)],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -5,10 +5,10 @@ import json
 import numpy as np
 import pytest
 
-from rag.compose import grounding
-from rag.chat.answer import answer, build_messages
-from rag.compose.grounding import ground, support_matrix
 from rag.backends.lexical import query_terms
+from rag.chat.answer import answer, build_messages
+from rag.compose import grounding
+from rag.compose.grounding import ground, support_matrix
 from rag.types import Hit, Paper
 
 T = grounding.CALIBRATED_THRESHOLD

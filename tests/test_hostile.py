@@ -249,7 +249,7 @@ MODEL_PATHS = [
 
 @pytest.mark.parametrize("kind, message", MODEL_PATHS, ids=[m[0] for m in MODEL_PATHS])
 def test_bad_model_paths(tmp_path, kind, message):
-    from rag.backends.generator import LlamaCppGenerator
+    from rag.backends.llama_cpp import LlamaCppGenerator
 
     path = _model_path(kind, tmp_path)
     result: list = []
@@ -271,7 +271,7 @@ def _raises(fn, *args):
 
 
 def test_gguf_header_with_garbage_body_fails_at_load_not_crash(tmp_path):
-    from rag.backends.generator import LlamaCppGenerator
+    from rag.backends.llama_cpp import LlamaCppGenerator
 
     p = tmp_path / "garbage.gguf"
     p.write_bytes(b"GGUF" + bytes(range(256)) * 8)
@@ -281,8 +281,8 @@ def test_gguf_header_with_garbage_body_fails_at_load_not_crash(tmp_path):
 
 
 def test_serve_with_an_unloadable_model_says_so_before_listening(tmp_path, monkeypatch, capsys):
-    import ui.app as ui_app
     from rag.cli import main
+    import ui.app as ui_app
 
     monkeypatch.setattr("rag.backends.embedder.make_embedder", lambda s: FakeEmbedder())
     monkeypatch.setenv("PAPERCHAT_HOME", str(tmp_path / "home"))
@@ -432,11 +432,11 @@ def test_hostile_corpus_records(corpus_index, case, rec, expected, words):
 
 def _assert_no_live_markup(retriever, pid):
     from rag.types import Answer, Citation, Hit
-    from ui import render
+    from ui import cards, render
 
     hit = Hit(retriever.papers[pid], 1.0)
     ans = Answer("q", "q", "It does this [1].", [Citation(1, hit.paper, True, 0.9)], [hit])
-    for html in (render.sources_html([hit], answer=ans, question="q"),
+    for html in (cards.sources_html([hit], answer=ans, question="q"),
                  render.answer_markdown(ans)):
         low = html.lower()
         assert "<script" not in low and "<img" not in low and "javascript:" not in low

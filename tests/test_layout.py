@@ -16,12 +16,15 @@ import numpy as np
 import pytest
 
 from index import layout as lay
-from index import manifest
+from index import layout_2d, layout_labels, manifest
 from index.build import build_index
 from index.catalog import Catalog, catalog_fingerprint
-from index.layout import Label, Layout, ensure_layout, knn_preservation, load_layout, save_layout
+from index.layout import Layout, ensure_layout, load_layout, save_layout
+from index.layout_2d import knn_preservation
+from index.layout_labels import Label
 from index.reader import open_store
-from index.sources import LoadResult, load_papers
+from index.source_records import LoadResult
+from index.sources import load_papers
 from rag.types import Paper
 from tests.conftest import SEED
 
@@ -287,7 +290,7 @@ def test_labels_fall_back_to_title_words():
                range(20)] +
               [Paper(id=f"b{i}", title=f"Glacier melt forecasting {i}", abstract="",
                      keywords=["climate"]) for i in range(20)])
-    labels = {lb.text for lb in lay.cluster_labels(xy.astype(np.float32), papers)}
+    labels = {lb.text for lb in layout_labels.cluster_labels(xy.astype(np.float32), papers)}
     assert labels == {"annealing · quantum · schedules", "climate"}
 
 
@@ -301,7 +304,7 @@ def test_regions_sharing_a_label_are_told_apart():
               [Paper(id=f"b{i}", title="", abstract="", keywords=["LLMs"] + ["safety"] * (i < 3))
                for i in range(25)] +
               [Paper(id=f"c{i}", title="", abstract="", keywords=["robot"]) for i in range(30)])
-    labels = lay.cluster_labels(xy.astype(np.float32), papers)
+    labels = layout_labels.cluster_labels(xy.astype(np.float32), papers)
     assert [(lb.text, lb.size) for lb in labels] == [("LLM", 30), ("robot", 30), ("safety", 25)]
 
 
@@ -313,7 +316,7 @@ def test_regions_sharing_a_label_are_told_apart():
     ("speech", "ASR", False), ("in-context learning", "ICL", True),
 ])
 def test_same_topic(a, b, same):
-    assert lay._same_topic(a, b) is same
+    assert layout_labels._same_topic(a, b) is same
 
 
 @pytest.mark.parametrize("terms, text", [
@@ -323,11 +326,11 @@ def test_same_topic(a, b, same):
     ([("x", 1.0), ("y", 0.9), ("z", 0.8), ("w", 0.7)], "x · y · z"),
 ])
 def test_label_text(terms, text):
-    assert lay._label_text(terms) == text
+    assert layout_labels._label_text(terms) == text
 
 
 def test_min_cluster_size_grows_with_the_index():
-    assert [lay.min_cluster_size(n) for n in (0, 19, 1000, 5358, 19630, 10 ** 6)] == \
+    assert [layout_labels.min_cluster_size(n) for n in (0, 19, 1000, 5358, 19630, 10 ** 6)] == \
         [5, 5, 7, 36, 131, 200]
 
 
@@ -352,7 +355,7 @@ def test_knn_preservation_known_answers():
 def test_knn_preservation_of_pca_on_a_line_is_perfect_and_random_is_low():
     t = np.linspace(0, 1, 200)
     vectors = np.stack([np.cos(t), np.sin(t), np.zeros_like(t)], axis=1)
-    assert knn_preservation(vectors, lay.pca_2d(vectors)) == 1.0
+    assert knn_preservation(vectors, layout_2d.pca_2d(vectors)) == 1.0
     rng = np.random.default_rng(0)
     assert knn_preservation(vectors, rng.normal(size=(200, 2))) < 0.2
 
@@ -360,7 +363,8 @@ def test_knn_preservation_of_pca_on_a_line_is_perfect_and_random_is_low():
 def test_bench_layout_runs_on_a_small_index(settings, fake_embedder):
     """``paperchat bench layout`` on 40 papers, PCA only, one round: it reports figures (a
     benchmark never fails on time; this only keeps it running)."""
-    from rag.evaluate.bench import bench_layout, format_result
+    from rag.evaluate.bench import format_result
+    from rag.evaluate.bench_layout import bench_layout
 
     papers = load_papers(SEED).papers
     build(papers + [replace(p, id=f"{p.id}-copy", title=f"{p.title} (copy)") for p in papers] +
@@ -395,9 +399,9 @@ def test_accepted_map_keeps_neighbours_better_than_pca(accepted_index):
         store, layout.ids, Catalog(settings.index_dir(name) / "papers.sqlite").chunk_counts())
     assert ids == layout.ids and vectors.shape == (summary.papers, 384)
     ours = knn_preservation(vectors, layout.xy)
-    pca = knn_preservation(vectors, lay.pca_2d(vectors))
+    pca = knn_preservation(vectors, layout_2d.pca_2d(vectors))
     assert ours > 0.6 and ours > 5 * pca, (ours, pca)
     assert 10 <= len(layout.labels) <= 60
-    assert all(1 <= len(lb.text.split(" · ")) <= 3 and lb.size >= lay.min_cluster_size(
+    assert all(1 <= len(lb.text.split(" · ")) <= 3 and lb.size >= layout_labels.min_cluster_size(
         summary.papers) for lb in layout.labels)
     assert not math.isnan(sum(lb.x + lb.y for lb in layout.labels))

@@ -19,12 +19,14 @@ import numpy as np
 import pytest
 
 from conftest import SEED, FakeEmbedder
+from rag.conference import areas, histogram, plotting
 from rag.conference import mapfigure as mf
 from rag.filters import Filters
 from rag.types import Answer, Citation, Hit, Paper
 
 try:  # the layout API (index.layout); until it exists, a look-alike with the same fields
-    from index.layout import Label, Layout
+    from index.layout import Layout
+    from index.layout_labels import Label
 except ImportError:  # pragma: no cover - depends on the tree
     @dataclass
     class Label:  # type: ignore[no-redef]
@@ -98,7 +100,7 @@ def layout(papers) -> Layout:
 
 def point_traces(fig):
     """The coloured traces (not the dimmed one, not the highlight)."""
-    return [t for t in fig.data if t.meta not in (mf.DIMMED_ROLE, mf.HIGHLIGHT_ROLE)]
+    return [t for t in fig.data if t.meta not in (plotting.DIMMED_ROLE, plotting.HIGHLIGHT_ROLE)]
 
 
 def coords(layout) -> dict[str, tuple[float, float]]:
@@ -123,8 +125,8 @@ def test_every_paper_is_one_point_at_its_layout_place(layout, papers):
 
 
 @pytest.mark.parametrize("color_by, key", [
-    ("primary_area", lambda p: p.primary_area or mf.NO_AREA),
-    ("area", lambda p: p.primary_area or mf.NO_AREA),
+    ("primary_area", lambda p: p.primary_area or plotting.NO_AREA),
+    ("area", lambda p: p.primary_area or plotting.NO_AREA),
     ("decision", mf.decision),
 ])
 def test_one_colour_per_area_or_decision(layout, papers, color_by, key):
@@ -138,7 +140,7 @@ def test_one_colour_per_area_or_decision(layout, papers, color_by, key):
         assert len(values) == 1, (t.name, values)
         value = values.pop()
         assert set(t.customdata) == groups[value]
-        assert t.name.startswith(mf.esc(value)[:20]) and f"({len(t.customdata)})" in t.name
+        assert t.name.startswith(plotting.esc(value)[:20]) and f"({len(t.customdata)})" in t.name
         seen[value] = t.marker.color
     assert set(seen) == set(groups)
     assert len(set(seen.values())) == len(seen)  # distinct colours
@@ -172,18 +174,18 @@ def test_hover_shows_title_decision_and_rating_with_html_escaped(layout, papers)
     extras = {tr.hovertemplate.removeprefix("<b>%{hovertext}</b><br>%{text}<extra>")
               for tr in point_traces(fig)}
     assert extras == {f"{a}</extra>" for a in ("optimization", "generative models",
-                                                 "learning theory", mf.NO_AREA)}
+                                                 "learning theory", plotting.NO_AREA)}
     assert "<script>" not in fig.to_json() and "<script>" not in json.dumps(
         [a.text for a in fig.layout.annotations])
 
 
 def test_long_titles_are_cut_to_two_lines():
     title = "A " + "very " * 60 + "long title"
-    lines = mf.hover_title(title)
-    assert len(lines) == mf.HOVER_LINES and all(len(line) <= mf.HOVER_WIDTH for line in lines)
+    lines = plotting.hover_title(title)
+    assert len(lines) == plotting.HOVER_LINES and all(len(line) <= plotting.HOVER_WIDTH for line in lines)
     assert lines[-1].endswith("…")
-    assert mf.hover_title("Short title") == ["Short title"]
-    assert mf.hover_title("x" * 130) == ["x" * 60, "x" * 59 + "…"]  # no space: cut anyway
+    assert plotting.hover_title("Short title") == ["Short title"]
+    assert plotting.hover_title("x" * 130) == ["x" * 60, "x" * 59 + "…"]  # no space: cut anyway
     assert mf.hover_text(Paper("p", title, "a"), 3).startswith("[3] A very")
 
 
@@ -195,8 +197,8 @@ def test_filters_dim_the_papers_that_do_not_match(layout, papers, flt):
     match = {pid for pid, p in papers.items() if filters.matches(p)}
     shown = {pid for t in point_traces(fig) for pid in t.customdata}
     assert shown == match
-    dimmed = [t for t in fig.data if t.meta == mf.DIMMED_ROLE]
-    assert len(dimmed) == 1 and fig.data[0].meta == mf.DIMMED_ROLE  # drawn underneath
+    dimmed = [t for t in fig.data if t.meta == plotting.DIMMED_ROLE]
+    assert len(dimmed) == 1 and fig.data[0].meta == plotting.DIMMED_ROLE  # drawn underneath
     where = coords(layout)
     assert sorted(zip(map(float, dimmed[0].x), map(float, dimmed[0].y))) == \
         sorted(where[pid] for pid in papers if pid not in match)  # float32 both sides: exact
@@ -207,23 +209,23 @@ def test_filters_dim_the_papers_that_do_not_match(layout, papers, flt):
 def test_no_filters_dim_nothing(layout, papers):
     for filters in (None, Filters.parse([])):
         fig = mf.map_figure(layout, papers, filters=filters)
-        assert not [t for t in fig.data if t.meta == mf.DIMMED_ROLE]
+        assert not [t for t in fig.data if t.meta == plotting.DIMMED_ROLE]
 
 
 def test_the_answers_papers_are_drawn_on_top_with_their_numbers(layout, papers):
     fig = mf.map_figure(layout, papers, highlight=[(1, "r2"), (3, "h1"), (4, "gone"),
                                                    (5, "nope")])
     top = fig.data[-1]
-    assert top.meta == mf.HIGHLIGHT_ROLE and top.type == "scattergl"  # on top of the others
+    assert top.meta == plotting.HIGHLIGHT_ROLE and top.type == "scattergl"  # on top of the others
     assert list(top.text) == ["[1]", "[3]"] and list(top.customdata) == ["r2", "h1"]
     where = coords(layout)
     assert [(float(x), float(y)) for x, y in zip(top.x, top.y)] == [where["r2"], where["h1"]]
     assert top.marker.size > point_traces(fig)[0].marker.size
     assert top.hovertext[1].startswith("<b>[3] &lt;script&gt;")
-    labels = [(a.text, a.x, a.y) for a in fig.layout.annotations if a.name == mf.HIGHLIGHT_ROLE]
+    labels = [(a.text, a.x, a.y) for a in fig.layout.annotations if a.name == plotting.HIGHLIGHT_ROLE]
     assert labels == [("<b>[1]</b>", *where["r2"]), ("<b>[3]</b>", *where["h1"])]
-    assert len([t for t in fig.data if t.meta == mf.HIGHLIGHT_ROLE]) == 1
-    assert mf.map_figure(layout, papers, highlight=[]).data[-1].meta != mf.HIGHLIGHT_ROLE
+    assert len([t for t in fig.data if t.meta == plotting.HIGHLIGHT_ROLE]) == 1
+    assert mf.map_figure(layout, papers, highlight=[]).data[-1].meta != plotting.HIGHLIGHT_ROLE
 
 
 def test_bad_colour_or_layout_shape_is_a_value_error(layout, papers):
@@ -248,11 +250,11 @@ def test_answer_highlight_numbers_the_cited_papers_else_the_hits():
 
 # --- histogram -----------------------------------------------------------------------------------
 def test_histogram_counts_rated_papers_and_says_how_many(papers):
-    fig = mf.rating_histogram(papers)
+    fig = histogram.rating_histogram(papers)
     bars = fig.data[0]
     rated = [p for p in papers.values() if p.ratings]
     assert sum(bars.y) == len(rated) == 10
-    width = mf.BIN_WIDTH
+    width = histogram.BIN_WIDTH
     for center, count in zip(bars.x, bars.y):
         lo, hi = center - width / 2, center + width / 2
         expected = sum(1 for p in rated
@@ -264,34 +266,34 @@ def test_histogram_counts_rated_papers_and_says_how_many(papers):
 
 
 def test_histogram_marks_the_answers_rated_papers(papers):
-    fig = mf.rating_histogram(papers, highlight=[(1, "o1"), (2, "p2"), (3, "a1"), (5, "r1"),
+    fig = histogram.rating_histogram(papers, highlight=[(1, "o1"), (2, "p2"), (3, "a1"), (5, "r1"),
                                                  (6, "r3"), (7, "nope")])
-    marks = [t for t in fig.data if t.meta == mf.HIGHLIGHT_ROLE]
+    marks = [t for t in fig.data if t.meta == plotting.HIGHLIGHT_ROLE]
     assert len(marks) == 1
     # p2 is unrated, "nope" is no paper; r1 and r3 (both 3.0) share a bin and one marker
     assert list(marks[0].text) == ["[5] [6]", "[3]", "[1]"]
     assert list(marks[0].customdata) == ["r1 r3", "a1", "o1"]
     bars = dict(zip(fig.data[0].x, fig.data[0].y))
-    assert [round(x - mf.BIN_WIDTH / 2, 2) for x in marks[0].x] == [3.0, 6.0, 7.25]
+    assert [round(x - histogram.BIN_WIDTH / 2, 2) for x in marks[0].x] == [3.0, 6.0, 7.25]
     assert all(y > bars[x] for x, y in zip(marks[0].x, marks[0].y))  # above its bar
     assert sorted(s.x0 for s in fig.layout.shapes) == pytest.approx([3.0, 3.0, 6.0, 7.33])
 
 
 def test_histogram_without_ratings_says_so(seed_papers):
-    fig = mf.rating_histogram(seed_papers)
+    fig = histogram.rating_histogram(seed_papers)
     assert "No paper in this list has reviewer ratings" in fig.layout.title.text
     assert not fig.data
 
 
 # --- per-area table ------------------------------------------------------------------------------
 def test_area_table_figures_recomputed_independently(papers):
-    table = mf.area_table(papers)
+    table = areas.area_table(papers)
     by_area = {r.area: r for r in table.rows}
-    assert set(by_area) == {"optimization", "generative models", "learning theory", mf.NO_AREA}
+    assert set(by_area) == {"optimization", "generative models", "learning theory", plotting.NO_AREA}
     accepted = ("Accept (Oral)", "Accept (Spotlight)", "Accept (Poster)",
                 "Accept (Conditional Poster)", "Accept")
     for area, row in by_area.items():
-        members = [p for p in papers.values() if (p.primary_area or mf.NO_AREA) == area]
+        members = [p for p in papers.values() if (p.primary_area or plotting.NO_AREA) == area]
         means = [round(statistics.fmean(p.ratings), 2) for p in members if p.ratings]
         assert row.papers == len(members)
         assert row.accepted == sum(p.status in accepted for p in members)
@@ -312,7 +314,7 @@ def test_area_table_figures_recomputed_independently(papers):
 
 
 def test_area_table_says_acceptance_means_nothing_on_an_accepted_list(seed_papers):
-    table = mf.area_table(seed_papers)
+    table = areas.area_table(seed_papers)
     assert table.all_accepted
     assert "Every paper in this list is accepted" in table.note
     assert "No paper in this list has reviewer ratings" in table.note
@@ -329,7 +331,7 @@ def test_a_hostile_area_name_is_escaped_and_no_template_field():
 
 
 def test_area_table_escapes_area_names():
-    table = mf.area_table([Paper("a", "t", "x", primary_area="<img src=x onerror=alert(1)>")])
+    table = areas.area_table([Paper("a", "t", "x", primary_area="<img src=x onerror=alert(1)>")])
     assert "<img" not in table.html() and "&lt;img src=x" in table.html()
 
 
@@ -473,11 +475,11 @@ def chat_app(fake_index, fake_embedder, monkeypatch):
 
 
 def test_map_view_says_it_is_computing_then_draws_and_keeps_the_layout(chat_app, monkeypatch):
-    import ui.app as ui_app
+    import ui.map_tab as ui_map_tab
 
     app, calls = chat_app
-    monkeypatch.setattr(ui_app, "MAP_WAIT_S", 0.05)
-    monkeypatch.setattr(ui_app, "MAP_TICK_S", 0.1)
+    monkeypatch.setattr(ui_map_tab, "MAP_WAIT_S", 0.05)
+    monkeypatch.setattr(ui_map_tab, "MAP_TICK_S", 0.1)
     calls["sleep"] = 0.5
     parts = list(app.map_parts("primary_area", "any", "any", []))
     assert "computing the map (19 papers)…" in parts[0]["status"] and "map" not in parts[0]
@@ -508,17 +510,17 @@ def test_map_view_follows_the_dropdowns_and_marks_the_last_answer(chat_app):
     app, _ = chat_app
     papers = app.retriever.papers
     part = list(app.map_parts("primary_area", "oral", "any", []))[-1]
-    dimmed = [t for t in part["map"].data if t.meta == mf.DIMMED_ROLE]
+    dimmed = [t for t in part["map"].data if t.meta == plotting.DIMMED_ROLE]
     assert len(dimmed[0].x) == 19  # every seed paper is a poster
     part = list(app.map_parts("primary_area", "any", "learning theory", []))[-1]
-    shown = {pid for t in part["map"].data if t.meta != mf.DIMMED_ROLE for pid in t.customdata}
+    shown = {pid for t in part["map"].data if t.meta != plotting.DIMMED_ROLE for pid in t.customdata}
     assert shown == {pid for pid, p in papers.items() if p.primary_area == "learning theory"}
 
     hits = [Hit(papers[CVRP], 1.0), Hit(papers["ZXr3Xx7Z1O"], 0.5)]
     answer = Answer("q", "q", "x [2]", [Citation(2, papers["ZXr3Xx7Z1O"])], hits)
     part = list(app.map_parts("decision", "any", "any", [answer]))[-1]
     top = part["map"].data[-1]
-    assert top.meta == mf.HIGHLIGHT_ROLE and list(top.customdata) == ["ZXr3Xx7Z1O"]
+    assert top.meta == plotting.HIGHLIGHT_ROLE and list(top.customdata) == ["ZXr3Xx7Z1O"]
     assert list(top.text) == ["[2]"]
 
 
@@ -544,7 +546,7 @@ def test_map_key_tells_a_new_answer_from_a_copy_of_the_same():
     import copy
 
     pytest.importorskip("gradio")
-    from ui.app import map_key
+    from ui.map_tab import map_key
 
     a = Paper("a", "a", "x")
     first = Answer("q", "q", "x [1]", [Citation(1, a)], [Hit(a, 1.0)],

@@ -8,10 +8,10 @@ import json
 
 import pytest
 
-from rag.understand import names
-from rag.understand.names import NameIndex, papers_key, write_names
 from rag.paths import IndexPaths
 from rag.types import Paper
+from rag.understand import names
+from rag.understand.names import NameIndex, papers_key, write_names
 from tests.conftest import SEED, shared
 
 ATTRS = ("titles", "capitals", "words", "prefixes", "heads", "head_phrases")

@@ -409,10 +409,10 @@ def test_a_variant_gives_nearly_the_same_vectors_on_both_cpu_paths(avx2_variant,
             assert cos.min() >= 0.995, f"{variant}, host without VNNI: {cos.min():.4f}"
 
 
-# --- paperchat bench index (rag.evaluate.bench) -------------------------------------------------------
+# --- paperchat bench index (rag.evaluate.bench_index) -------------------------------------------------
 def test_bench_index_without_data_says_where_it_looks(tmp_path):
-    from rag.evaluate import bench
     from rag.errors import PaperchatError
+    from rag.evaluate import bench_index as bench
     from rag.settings import Settings
 
     with pytest.raises(PaperchatError, match="iclr2026_all.jsonl"):
@@ -420,7 +420,7 @@ def test_bench_index_without_data_says_where_it_looks(tmp_path):
 
 
 def test_bench_sample_is_deterministic_and_spread(tmp_path):
-    from rag.evaluate import bench
+    from rag.evaluate import bench_index as bench
 
     path = tmp_path / "papers.jsonl"
     path.write_text("".join(json.dumps({"id": f"p{i}", "title": f"T{i}", "abstract": "a"}) + "\n"
@@ -444,7 +444,7 @@ def test_format_result_prints_any_dict(result, expected):
 
 @pytest.mark.integration
 def test_bench_index_reports_stages_tokens_and_cpu(tmp_path):
-    from rag.evaluate import bench
+    from rag.evaluate import bench_index as bench
     from rag.settings import Settings
 
     result = bench.bench_index(Settings(home=tmp_path), n_papers=8, rounds=2, data=SEED,

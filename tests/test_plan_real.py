@@ -211,7 +211,7 @@ def test_a_survey_of_datasets_names_them(accepted_ask):
     assert ans.kind == "survey"
     named = [s for s in ans.sentences if s.kind == "metadata" and s.text.startswith("Named")]
     assert named, ans.text[:400]
-    from rag.compose.extractive import quotable
+    from rag.compose.quotes import quotable
 
     # each line quotes a sentence of the paper it cites, and names what it found in it
     items = [s for s in ans.sentences if s.kind == "item"]

@@ -296,7 +296,8 @@ def test_without_removes_named_entries_only():
 ])
 def test_cli_rating_filter_errors_are_one_line(tmp_path, monkeypatch, capsys, argv_filter,
                                                message):
-    from rag.cli import _parser, main
+    from rag.cli import main
+    from rag.cli.parser import _parser
 
     assert _parser().parse_args(["ask", "q", "--filter", "rating>=6"]).filter == ["rating>=6"]
     monkeypatch.setenv("PAPERCHAT_HOME", str(tmp_path / "home"))
@@ -318,7 +319,7 @@ def rated_index(settings, fake_embedder, seed_papers):
     from dataclasses import replace
 
     from index.build import build_index
-    from index.sources import LoadResult
+    from index.source_records import LoadResult
     from rag.retrieve.retriever import Retriever
 
     assert len(seed_papers) == len(SEED_RATINGS)
@@ -412,16 +413,16 @@ def test_rating_text(ratings, text):
 
 
 def test_card_shows_the_rating_and_nothing_when_unrated():
-    render = pytest.importorskip("ui.render")
+    cards = pytest.importorskip("ui.cards")
     rated = Paper("p1", "Title <b>x</b>", "An abstract.", status="Accept (Poster)",
                   ratings=[4, 6, 6, 8], confidences=[3, 4, 4, 4])
-    out = render.card_html(1, Hit(rated, 0.5, evidence=["An abstract."]))
+    out = cards.card_html(1, Hit(rated, 0.5, evidence=["An abstract."]))
     assert '<span class="pc-rating" ' in out and ">rating 6.0 · 4 reviews, 4–8</span>" in out
     assert "mean reviewer confidence 3.75" in out
     assert "<b>x</b>" not in out  # the card still escapes what the list supplies
-    one = render.card_html(2, Hit(Paper("p2", "T", "A.", ratings=[6]), 0.5))
+    one = cards.card_html(2, Hit(Paper("p2", "T", "A.", ratings=[6]), 0.5))
     assert ">rating 6.0 · 1 review</span>" in one and "mean reviewer confidence" not in one
-    unrated = render.card_html(3, Hit(Paper("p3", "T", "A.", confidences=[4]), 0.5))
+    unrated = cards.card_html(3, Hit(Paper("p3", "T", "A.", confidences=[4]), 0.5))
     assert "pc-rating" not in unrated and "rating " not in unrated and " review" not in unrated
 
 
@@ -432,7 +433,7 @@ def _answer(papers, **kw) -> Answer:
 
 
 def test_terminal_references_show_the_rating():
-    from rag.cli import format_answer
+    from rag.cli.chat import format_answer
 
     papers = [Paper("a", "First", "A.", venue="ICLR 2026", status="Accept (Poster)",
                     url="https://openreview.net/forum?id=a", ratings=[4, 6, 6, 8]),

@@ -37,7 +37,7 @@ def run(*args, env: dict, timeout: float = 600) -> subprocess.CompletedProcess:
 
 def build(settings, embedder, papers, name="default"):
     from index.build import build_index
-    from index.sources import LoadResult
+    from index.source_records import LoadResult
 
     return build_index(LoadResult(papers=list(papers), fmt="jsonl", path="test"),
                        settings=settings, embedder=embedder, name=name, progress=False,
@@ -50,7 +50,8 @@ import sys
 sys.path[:0] = [{tests!r}, {root!r}]
 from conftest import FakeEmbedder
 from index.build import build_index
-from index.sources import LoadResult, load_papers
+from index.source_records import LoadResult
+from index.sources import load_papers
 from rag.settings import Settings
 
 papers = load_papers({seed!r}).papers[:{n}]

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from rag.understand.history import Turn
-from rag.understand.plan import Plan
-from rag.understand.slots import comparison_sides
 from rag.filters import FilterError, Filters
-from rag.retrieve.retriever import Ranking, rrf
+from rag.retrieve.combine import rrf
+from rag.retrieve.retriever import Ranking
 from rag.types import Paper
+from rag.understand.history import Turn
+from rag.understand.mentions import comparison_sides
+from rag.understand.plan import Plan
 
 
 def test_rrf_matches_the_formula():
@@ -168,8 +169,8 @@ def test_default_index_is_rebuilt_when_its_build_settings_changed(settings, fake
 
 
 def test_a_named_index_that_does_not_exist_says_how_to_build_it(settings, fake_embedder):
-    from rag.errors import IndexNotFoundError
     from rag.chat.pipeline import ensure_index
+    from rag.errors import IndexNotFoundError
 
     with pytest.raises(IndexNotFoundError, match="paperchat index PATH --name mine"):
         ensure_index(settings, fake_embedder, name="mine")
@@ -195,7 +196,8 @@ def test_compare_the_previous_answers_papers(fake_index, plan, compared):
 
 
 def test_compare_these_after_more_papers_than_a_table_holds_takes_the_first_three(fake_index):
-    from rag.chat.operations import COMPARE_DEFAULT, COMPARE_MAX, run, select
+    from rag.chat.operations import run, select
+    from rag.chat.selection import COMPARE_DEFAULT, COMPARE_MAX
 
     settings, retriever = fake_index
     papers = [Paper(f"q{i}", f"Title {i}", f"Abstract {i} about graphs.")
@@ -407,7 +409,7 @@ def test_ann_recall_is_complete_on_a_corpus_smaller_than_the_candidate_list(fake
 
 def test_a_filter_that_matches_no_paper_is_named_in_the_answer(fake_index, scripted, capsys):
     from rag.chat.answer import answer_stream
-    from rag.cli import format_answer
+    from rag.cli.chat import format_answer
     from ui.render import answer_markdown
 
     settings, retriever = fake_index

@@ -128,7 +128,8 @@ def test_serve_through_both_servers(server_home, chroma_server, llm_server, tmp_
 
 @integration
 def test_server_generator_counts_with_the_servers_tokenizer(llm_server):
-    from rag.backends.generator import LlamaCppGenerator, OpenAIServerGenerator
+    from rag.backends.llama_cpp import LlamaCppGenerator
+    from rag.backends.llm_server import OpenAIServerGenerator
 
     remote = OpenAIServerGenerator(llm_server.url)
     local = LlamaCppGenerator()
@@ -141,7 +142,7 @@ def test_server_generator_counts_with_the_servers_tokenizer(llm_server):
 def test_concurrent_requests_to_the_llm_server_both_finish(llm_server):
     """The fixture starts llama_cpp.server with --interrupt_requests False: a second request
     waits for the first instead of cutting it short (which the generator would report)."""
-    from rag.backends.generator import OpenAIServerGenerator
+    from rag.backends.llm_server import OpenAIServerGenerator
 
     g = OpenAIServerGenerator(llm_server.url)
     messages = [{"role": "user", "content": "Count from one to twenty in words."}]
@@ -166,7 +167,7 @@ def test_two_indexes_share_one_server(chroma_server, tmp_path, fake_embedder, se
     """In-process, fake embedder: two named indexes are two collections; incremental rebuild,
     retrieval and deletion work the same as embedded."""
     from index.build import build_index, delete_index
-    from index.sources import LoadResult
+    from index.source_records import LoadResult
     from rag.retrieve.retriever import Retriever
     from rag.settings import Settings
 

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from index.sources import (FORMATS, LoadResult, Problem, detect_format, load_papers,
-                           split_openreview_venue, venue_from_filename)
+from index.source_records import LoadResult, Problem, split_openreview_venue, venue_from_filename
+from index.sources import FORMATS, detect_format, load_papers
 from rag.errors import SourceFormatError
 from tests.conftest import ROOT, shared
 

@@ -20,6 +20,7 @@ pytestmark = pytest.mark.filterwarnings(  # from gradio's queue internals, not o
 gradio_client = pytest.importorskip("gradio_client")
 
 from ui import app as ui_app  # noqa: E402
+from ui import cards, chat_tab, controls  # noqa: E402
 from ui import render  # noqa: E402
 
 CVRP = "aITKXFeivk"        # Refining Hybrid Genetic Search for CVRP via RL-Finetuned LLM
@@ -38,7 +39,7 @@ def paper(pid="p1", title="A Paper", **kw) -> Paper:
 def test_card_escapes_html_and_unsafe_urls():
     hit = Hit(paper("p1", XSS_TITLE, status="Accept (Oral)<b>", primary_area="<i>area</i>",
                     url="javascript:alert(1)"), 0.5, evidence=["<script>e()</script> evidence"])
-    out = render.card_html(1, hit)
+    out = cards.card_html(1, hit)
     assert "<script>" not in out and "<img" not in out and "<b>" not in out and "<i>" not in out
     assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in out
     assert "javascript:" not in out and 'href="https://openreview.net/forum?id=p1"' in out
@@ -50,15 +51,15 @@ def test_card_highlights_an_abstract_sentence_not_the_title_grounding_matched():
 
     p = paper("p1", "Sparsifiers of $\\textit{Kernel}$ Graphs")
     hit = Hit(p, 0.5, evidence=["An abstract.", "It has two sentences."])
-    by_title = render.card_html(1, hit, Citation(1, p, evidence="Sparsifiers of Kernel Graphs"))
+    by_title = cards.card_html(1, hit, Citation(1, p, evidence="Sparsifiers of Kernel Graphs"))
     assert '<mark class="pc-support">An abstract.</mark>' in by_title
-    by_sentence = render.card_html(1, hit, Citation(1, p, evidence="It has two sentences."))
+    by_sentence = cards.card_html(1, hit, Citation(1, p, evidence="It has two sentences."))
     assert '<mark class="pc-support">It has two sentences.</mark>' in by_sentence
 
 
 def test_card_url_cannot_break_out_of_its_attribute():
     hit = Hit(paper("p2", url='https://openreview.net/forum?id=p2" onmouseover="alert(1)'), 0.1)
-    out = render.card_html(2, hit)
+    out = cards.card_html(2, hit)
     assert 'onmouseover="' not in out and "&quot; onmouseover=&quot;" in out
 
 
@@ -188,15 +189,15 @@ def test_refusal_says_so_and_lists_the_nearest_papers():
     out = render.answer_markdown(ans)
     assert "No paper in this index answers this" in out
     assert out.count("No paper in this index") == 1  # said once
-    html = render.sources_html(hits, answer=ans, refused=True, question="q")
+    html = cards.sources_html(hits, answer=ans, refused=True, question="q")
     assert "None of these papers appears to answer" in html and 'id="card-1"' in html
 
 
 def test_searching_for_shown_only_when_the_question_was_rewritten():
     hits = [Hit(paper(), 0.3)]
-    assert "Searching for" not in render.sources_html(hits, question="q", standalone="q")
-    out = render.sources_html(hits, question="what did they beat?",
-                              standalone="what did they beat? (about: <A>)")
+    assert "Searching for" not in cards.sources_html(hits, question="q", standalone="q")
+    out = cards.sources_html(hits, question="what did they beat?",
+                             standalone="what did they beat? (about: <A>)")
     assert "Searching for: what did they beat? (about: &lt;A&gt;)" in out
 
 
@@ -235,14 +236,14 @@ def test_is_loopback(host, loopback):
     ("accepted", "optimization", ["status=accepted", "primary_area=optimization"]),
 ])
 def test_filters_for(status, area, expected):
-    assert ui_app.filters_for(status, area).as_strings() == expected
+    assert controls.filters_for(status, area).as_strings() == expected
 
 
 def test_filters_for_rejects_an_unknown_status():
     from rag.filters import FilterError
 
     with pytest.raises(FilterError, match="unknown status"):
-        ui_app.filters_for("best", "any")
+        controls.filters_for("best", "any")
 
 
 @pytest.mark.parametrize("key, keys, status, area, drops, expected", [
@@ -263,7 +264,7 @@ def test_filters_for_rejects_an_unknown_status():
      ("any", "any", ["filter:status=Oral"])),
 ])
 def test_without_part(key, keys, status, area, drops, expected):
-    assert ui_app.without_part(key, keys, status, area, drops) == expected
+    assert chat_tab.without_part(key, keys, status, area, drops) == expected
 
 
 @pytest.mark.parametrize("key", ["filter:status=spotlight", "", None, ["filter:status=oral"],
@@ -272,7 +273,7 @@ def test_without_part_rejects_a_part_the_answer_did_not_have(key):
     from rag.filters import FilterError
 
     with pytest.raises(FilterError, match="not a part of the last answer's plan"):
-        ui_app.without_part(key, ["papers", "filter:status=oral"], "oral", "any", [])
+        chat_tab.without_part(key, ["papers", "filter:status=oral"], "oral", "any", [])
 
 
 def test_serve_warns_when_exposed_without_auth(monkeypatch, capsys, settings):
@@ -446,12 +447,12 @@ def test_turn_for_puts_the_papers_the_answer_is_about_first():
     hits = [Hit(paper(i, i.upper()), 1 - n / 10) for n, i in enumerate("abcd")]
     ans = Answer("q", "q", "t", [Citation(1, hits[0].paper), Citation(4, hits[3].paper),
                                  Citation(3, hits[2].paper)], hits, about_ids=["c", "a"])
-    turn = ui_app.turn_for(ans)
+    turn = chat_tab.turn_for(ans)
     assert [p.id for p in turn.papers] == ["c", "a", "d"] and turn.focus == 2
     assert [p.id for p in turn.discussed] == ["c", "a"]
-    plain = ui_app.turn_for(Answer("q", "q", "t", [], hits))
+    plain = chat_tab.turn_for(Answer("q", "q", "t", [], hits))
     assert [p.id for p in plain.papers] == list("abcd") and plain.focus == 1
-    assert ui_app.turn_for(Answer("q", "q", "t", [], hits, refused=True)).papers == []
+    assert chat_tab.turn_for(Answer("q", "q", "t", [], hits, refused=True)).papers == []
 
 
 def test_filters_restrict_the_sources(served):

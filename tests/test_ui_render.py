@@ -9,12 +9,13 @@ import re
 
 import pytest
 
-from rag.understand.plan import Plan
 from rag.types import Answer, AnswerSentence, Citation, Hit, Paper
+from rag.understand.plan import Plan
 
 gr = pytest.importorskip("gradio")
 
 from ui import app as ui_app  # noqa: E402
+from ui import cards, chat_tab, map_tab  # noqa: E402
 from ui import render  # noqa: E402
 
 CVRP = "aITKXFeivk"  # Refining Hybrid Genetic Search for CVRP via RL-Finetuned LLM
@@ -125,23 +126,23 @@ def test_chat_messages_make_only_the_last_answers_parts_removable():
     hits = [Hit(paper("a", "First"), 0.3)]
     answers = [Answer(f"q{i}", f"q{i}", "First [1].", [], hits, filters_applied=["status=oral"])
                for i in range(3)]
-    msgs = ui_app.chat_messages(answers, 0.5)
+    msgs = chat_tab.chat_messages(answers, 0.5)
     assert [m["content"].count("pc-part-x") for m in msgs[1::2]] == [0, 0, 1]
-    streaming = ui_app.chat_messages(answers, 0.5, live=False)  # a new answer below them
+    streaming = chat_tab.chat_messages(answers, 0.5, live=False)  # a new answer below them
     assert all("pc-part-x" not in m["content"] for m in streaming)
 
 
 # --- "More like this" on a card -------------------------------------------------------------------
 def test_every_card_has_a_more_like_this_button_with_its_paper_id_escaped():
     hit = Hit(paper('p"1<x>', 'Title <b>bold</b> "q"'), 0.5)
-    out = render.card_html(3, hit)
+    out = cards.card_html(3, hit)
     assert ('<button type="button" class="pc-more-like" data-paper="p&quot;1&lt;x&gt;" '
             'aria-label="More like this: papers similar to Title &lt;b&gt;bold&lt;/b&gt; '
             '&quot;q&quot;"') in out
     assert out.count("<button") == 1 and "<b>" not in out
-    html = render.sources_html([Hit(paper("a"), 0.3), Hit(paper("b"), 0.2)])
+    html = cards.sources_html([Hit(paper("a"), 0.3), Hit(paper("b"), 0.2)])
     assert re.findall(r'data-paper="([^"]*)"', html) == ["a", "b"]
-    assert "pc-more-like" not in render.card_html(1, hit, more=False)
+    assert "pc-more-like" not in cards.card_html(1, hit, more=False)
 
 
 # --- BibTeX in the chat ---------------------------------------------------------------------------
@@ -178,7 +179,8 @@ def test_a_cite_answer_shows_its_entries_as_a_code_block_not_escaped_nor_folded(
 def test_region_labels_are_named_by_their_size_for_the_browsers_placement():
     import numpy as np
 
-    from index.layout import Label, Layout
+    from index.layout import Layout
+    from index.layout_labels import Label
     from rag.conference.mapfigure import map_figure
 
     papers = {f"p{i}": paper(f"p{i}", f"T{i}", primary_area="a") for i in range(6)}
@@ -186,12 +188,12 @@ def test_region_labels_are_named_by_their_size_for_the_browsers_placement():
     layout = Layout(list(papers), np.arange(12, dtype=np.float32).reshape(6, 2), labels,
                     "test", "f")
     fig = map_figure(layout, papers, highlight=[(1, "p2")])
-    assert ui_app.name_region_labels(fig, labels) == 2
+    assert map_tab.name_region_labels(fig, labels) == 2
     names = [a.name for a in fig.layout.annotations]
     assert names == ["pc-region:40", "pc-region:7", "pc-highlight"]  # the [1] mark untouched
     # labels that do not match the figure's annotations are left alone
     other = map_figure(layout, papers)
-    assert ui_app.name_region_labels(other, [Label("else", 0, 0, 3)]) == 0
+    assert map_tab.name_region_labels(other, [Label("else", 0, 0, 3)]) == 0
 
 
 # --- the "More like this" turn, in process ------------------------------------------------------

@@ -9,11 +9,11 @@ import json
 
 import pytest
 
+from rag.types import Paper
 from rag.understand import slots
 from rag.understand.names import NameIndex
 from rag.understand.plan import Plan
 from rag.understand.turn_reader import TurnContext, labelled_turns, measured
-from rag.types import Paper
 from tests.conftest import SEED, SHARED_DATA
 
 # --- slots ---------------------------------------------------------------------------------------
@@ -408,8 +408,8 @@ def test_a_named_paper_is_resolved(reader, seed_names):
 def test_the_measured_part_stays_above_a_floor(reader):
     """The reader on the labelled turns it was not tuned on (tests/data/turns, the measure
     part): a floor well under the README's figure, so a broken reader or broken weights fail."""
-    from rag.understand.turn_reader import catalog_names
     from rag.understand.read import plan_accuracy
+    from rag.understand.turn_reader import catalog_names
 
     lists = [SHARED_DATA / "iclr2026_accepted.jsonl", SHARED_DATA / "iclr2018.jsonl"]
     if not all(p.exists() for p in lists):
@@ -456,7 +456,7 @@ def test_that_one_after_several_papers_is_the_paper_under_discussion(reader, see
     ("Which papers study KV cache compression", "vision transformers", ""),  # "for ..." instead
 ])
 def test_a_new_subject_replaces_the_phrase_with_its_head(query, subject, expected):
-    from rag.chat.operations import _swap_subject
+    from rag.chat.refine import _swap_subject
 
     assert _swap_subject(query, subject) == expected
 
@@ -469,8 +469,8 @@ def test_the_name_index_prefilter_skips_no_coined_word(seed_papers):
     some of those words, so the check can tell."""
     import re
 
-    import rag.understand.names as names
     from index.sources import load_papers
+    import rag.understand.names as names
 
     papers = list(seed_papers)
     accepted = SHARED_DATA / "iclr2026_accepted.jsonl"
@@ -531,8 +531,8 @@ def test_the_scope_turns_are_well_formed_and_measured_apart(reader, tmp_path):
 def test_the_scope_reading_on_its_measure_part_stays_above_a_floor(reader):
     """On the scope turns it was not tuned on: most out-of-scope turns are read as outside and
     almost no plan-labelled turn (all in scope) is; floors well under the README's figures."""
-    from rag.understand.turn_reader import catalog_names, scope_turns
     from rag.understand.read import scope_accuracy
+    from rag.understand.turn_reader import catalog_names, scope_turns
 
     lists = [SHARED_DATA / "iclr2026_accepted.jsonl", SHARED_DATA / "iclr2018.jsonl"]
     if not all(p.exists() for p in lists):

@@ -89,7 +89,7 @@ def test_an_update_reads_only_the_changed_papers(fake_index, fake_embedder, monk
         return real(store, ids, n_chunks, batch)
 
     monkeypatch.setattr(iv, "from_store", counting)
-    from index.sources import LoadResult
+    from index.source_records import LoadResult
 
     build_index(LoadResult(papers=papers), settings=settings, embedder=fake_embedder, **QUIET)
     after = iv.load_vectors(settings.index_dir())

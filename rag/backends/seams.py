@@ -20,11 +20,11 @@ if TYPE_CHECKING:
     import numpy as np
 
     from rag.backends.embedder import Embedder
-    from rag.filters import Filters
     from rag.backends.generator import Generator
-    from rag.types import Retrieval
+    from rag.filters import Filters
     from rag.settings import Settings
     from rag.types import Hit, Paper
+    from rag.types import Retrieval
 
 __all__ = ["Embedder", "Generator", "Retriever"]
 

@@ -20,13 +20,13 @@ from typing import TYPE_CHECKING, Iterator, Sequence
 
 from rag.compose import citations as cit
 from rag.compose import prompts
-from rag.understand.history import Turn
-from rag.understand.plan import Plan
+from rag.compose.grounding import ground
 from rag.errors import InvalidQuestionError
 from rag.filters import Filters
-from rag.compose.grounding import ground
 from rag.text import normalise, split_sentences
 from rag.types import Answer, AnswerSentence, Citation, Hit
+from rag.understand.history import Turn
+from rag.understand.plan import Plan
 
 if TYPE_CHECKING:
     from rag.backends.embedder import Embedder
@@ -89,8 +89,8 @@ def check_question(question, max_chars: int = 4000) -> str:
 def paper_text(hit: Hit, sentences: int | None) -> str:
     """What the prompt quotes of a paper: its ``sentences`` best evidence sentences (in abstract
     order) or, with ``None``, its whole abstract; only sentences that may be quoted
-    (:func:`rag.compose.extractive.quotable`: no instruction-like sentence, no prompt scaffolding)."""
-    from rag.compose.extractive import quotable
+    (:func:`rag.compose.quotes.quotable`: no instruction-like sentence, no prompt scaffolding)."""
+    from rag.compose.quotes import quotable
 
     allowed = quotable(hit.paper)
     if sentences is None or not hit.evidence:
@@ -142,7 +142,8 @@ def retrieve_for(question: str, retriever: Retriever, settings: Settings, *, k: 
                  reader: TurnReader | None = None) -> tuple[str, list[Hit], bool]:
     """Standalone question, hits and refusal for one turn (read into a plan, its papers
     chosen): what ``paperchat eval`` scores as retrieval."""
-    from rag.chat.operations import resolve_refine, select
+    from rag.chat.operations import select
+    from rag.chat.refine import resolve_refine
     from rag.understand.read import understand
 
     reader = reader or default_reader(retriever, settings)
@@ -234,9 +235,11 @@ def answer_stream(question: str, *, retriever: Retriever, generator: Generator,
             or an unknown mode.
         BackendUnavailableError, GrammarError: from the model.
     """
-    from rag.compose import extractive as compose
     from rag.chat import constrained
-    from rag.chat.operations import resolve_refine, run, select
+    from rag.chat.operations import run, select
+    from rag.chat.refine import resolve_refine
+    from rag.compose import extractive as compose
+    from rag.compose import quotes, templates
     from rag.compose.refusal import MIN_DENSE
     from rag.understand.read import understand
 
@@ -257,7 +260,7 @@ def answer_stream(question: str, *, retriever: Retriever, generator: Generator,
     applied = sel.filters.as_strings() if sel.filters else []
     notes = list(sel.notes)
     if plan.unsure:
-        notes.insert(0, compose.note(f"Reading this as: {plan.summary(len(sel.hits))}. (Remove "
+        notes.insert(0, templates.note(f"Reading this as: {plan.summary(len(sel.hits))}. (Remove "
                                      "a part above the answer, or rephrase, if that is not "
                                      "what you meant.)"))
     timings["retrieve"] = ms()
@@ -268,7 +271,7 @@ def answer_stream(question: str, *, retriever: Retriever, generator: Generator,
         timings["first_token"] = timings["total"] = ms()
         text = cit.no_match(applied) if applied and not sel.hits else \
             cit.REFUSAL if sel.hits else cit.REFUSAL_NONE
-        sentences = notes + [compose.note(text)] if notes else []
+        sentences = notes + [templates.note(text)] if notes else []
         if sel.explained and notes:  # its notes say why; no nearest papers are listed
             sentences = notes
             text = compose.render(notes)
@@ -289,7 +292,7 @@ def answer_stream(question: str, *, retriever: Retriever, generator: Generator,
     body, unsupported, model = extract[1:], [], ""
     if used == "constrained":
         focus = done.about if done.focused else None
-        cands = compose.candidates(plan.query, hits, embedder, focus)
+        cands = quotes.candidates(plan.query, hits, embedder, focus)
         pool = constrained.pool("followup" if done.focused else kind, hits, cands,
                                 focus=done.about, comparison=table,
                                 min_dense=MIN_DENSE)
@@ -303,7 +306,7 @@ def answer_stream(question: str, *, retriever: Retriever, generator: Generator,
         body = compose.without_repeats(extract[:1] + [s for s in generated if s.supported])[1:]
         unsupported = [s for s in generated if not s.supported]
         if not body:
-            body = [compose.note("The model wrote nothing the cited abstracts support; what they "
+            body = [templates.note("The model wrote nothing the cited abstracts support; what they "
                                  "say instead:")] + extract[1:]
         else:
             body = notes + body

@@ -5,7 +5,7 @@ grammar's only strings are those sentences, each quoted with its marker (``“..
 :data:`MAX_PICKS` of them separated by a space. The model can choose and order, but cannot write
 a word of its own, so every sentence it returns is an exact quote, cited to its own paper.
 (llama.cpp grammars: ``LlamaGrammar.from_string``; an OpenAI-compatible server gets the grammar
-in the request, see :mod:`rag.backends.generator`.)
+in the request, see :mod:`rag.backends.llm_server`.)
 """
 
 from __future__ import annotations
@@ -13,7 +13,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Sequence
 
 from rag.compose import prompts
-from rag.compose.extractive import Candidate, best_quotes, quote, relevant_others
+from rag.compose.extractive import relevant_others
+from rag.compose.quotes import Candidate, best_quotes
+from rag.compose.templates import quote
 from rag.types import AnswerSentence, Hit
 
 if TYPE_CHECKING:
@@ -98,7 +100,7 @@ def pick(question: str, pool_: Sequence[Candidate], generator: Generator,
 
     Raises:
         BackendUnavailableError: from an LLM server; GrammarError for a grammar llama.cpp cannot
-            parse (see :mod:`rag.backends.generator`).
+            parse (see :mod:`rag.backends.llama_cpp`).
     """
     pool_ = fitting(question, list(pool_), generator)
     if not pool_:

@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
-from rag.understand.names import fold
 from rag.compose.roles import MIN_ROLE, named_things, role_score
 from rag.text import normalise
+from rag.understand.names import fold
 
 if TYPE_CHECKING:
     from rag.backends.embedder import Embedder
@@ -51,7 +51,7 @@ def _themes(vecs: np.ndarray, n: int) -> list[int]:
 def _theme_label(papers, others) -> str:
     """A one-line header for a theme: the keywords its papers share most (at least 2 of them),
     else the words of their titles that the other themes' titles use least."""
-    from rag.understand.slots import fold
+    from rag.understand.areas import fold
 
     kw = Counter(k for p in papers for k in dict.fromkeys(fold(normalise(x)) for x in p.keywords
                                                           if x.strip()))
@@ -73,21 +73,22 @@ def aspect_survey(aspect: str, query: str, hits: Sequence[Hit], embedder: Embedd
     see the module docstring), and the answer's papers: the relevant hits (at most
     :data:`MAX_PAPERS`, at least :data:`MIN_PAPERS` when there are that many) in rank order,
     those whose abstract has a sentence in the aspect's role coming first among them. Relevance
-    of a sentence to ``query`` (:func:`rag.compose.extractive.relevance`) breaks ties between a paper's
+    of a sentence to ``query`` (:func:`rag.compose.quotes.relevance`) breaks ties between a paper's
     role sentences. The sentences number the returned papers from 1. ``chosen``: the hits are
     papers the conversation chose (the previous answer's: "which benchmarks do they evaluate
     on?"), so every one is relevant, whatever the aspect question's own words match."""
     from rag.compose import extractive as compose
+    from rag.compose import quotes, templates
     from rag.compose.grounding import embed_cached
     from rag.types import AnswerSentence
 
-    cands = compose.candidates(query, hits, embedder)
+    cands = quotes.candidates(query, hits, embedder)
     relevant = list(range(1, len(hits) + 1)) if chosen else \
         [1] + compose.relevant_others(hits, cands, {1}, min_dense)
     if len(relevant) < MIN_PAPERS:  # fewer relevant papers: the next best still count
         relevant += [n for n in range(1, len(hits) + 1) if n not in relevant][
             :MIN_PAPERS - len(relevant)]
-    lines: list[tuple[int, compose.Candidate, list[str]]] = []
+    lines: list[tuple[int, quotes.Candidate, list[str]]] = []
     for n in relevant:
         if len(lines) >= MAX_PAPERS:
             break
@@ -117,14 +118,14 @@ def aspect_survey(aspect: str, query: str, hits: Sequence[Hit], embedder: Embedd
             "datasets": "Datasets and benchmarks", "metrics": "Metrics",
             "results": "Results"}[aspect]
     if not lines:
-        return ([compose.note(f"None of the {len(keep)} most relevant abstracts has a sentence "
+        return ([templates.note(f"None of the {len(keep)} most relevant abstracts has a sentence "
                               f"that states {what.lower()}; the papers found:"),
-                 *[compose.item(papers[new[n] - 1], new[n], (cands[n] or [None])[0])
+                 *[templates.item(papers[new[n] - 1], new[n], (cands[n] or [None])[0])
                    for n in keep]], papers)
     lines = [(new[n], type(c)(new[n], c.text, c.pos, c.score), t) for n, c, t in lines]
     cited = [n for n, _, _ in lines]
     looked = len([n for n in relevant if n <= max(with_line)])
-    out = [compose.direct(f"{what} in {len(lines)} of the {looked} most relevant abstracts"
+    out = [templates.direct(f"{what} in {len(lines)} of the {looked} most relevant abstracts"
                           f"{', by theme' if len(lines) >= 4 else ''}:", cited)]
     if aspect in ("datasets", "metrics"):
         count: dict[str, list[int]] = {}
@@ -142,9 +143,9 @@ def aspect_survey(aspect: str, query: str, hits: Sequence[Hit], embedder: Embedd
         if len(set(themes)) > 1:
             group = [papers[n - 1].paper for n, _, _ in members]
             others = [papers[n - 1].paper for (n, _, _), th in zip(lines, themes) if th != t]
-            out.append(compose.heading(f"{_theme_label(group, others).capitalize()}:"))
+            out.append(templates.heading(f"{_theme_label(group, others).capitalize()}:"))
         for n, c, things in members:
-            s = compose.item(papers[n - 1], n, c)
+            s = templates.item(papers[n - 1], n, c)
             if things:
                 s.text = s.text.replace(f"[{n}]", f"[{n}] ({', '.join(things)})", 1)
             out.append(s)

@@ -1,7 +1,7 @@
 """Comparison answers: an extractive side-by-side table, then a short cited synthesis.
 
 For "how does A differ from B?" or "compare these three papers"
-(:func:`rag.understand.slots.comparison_sides`) the answer starts with a table built by code from the
+(:func:`rag.understand.mentions.comparison_sides`) the answer starts with a table built by code from the
 papers' own abstract sentences, so it is right even when the model is weak: one column per paper,
 one row per :data:`ROWS` entry, each cell one sentence of that paper's abstract (citation-like
 brackets defused, instruction-like sentences never used). Sentences are assigned by cue words and

@@ -89,15 +89,15 @@ def unseen_words(question: str, retriever: Retriever) -> list[str]:
 
 def names_paper(question: str, hit: Hit) -> bool:
     """True when the question names the hit's paper outright: a name-like word of the question
-    (StepORLM, RFTHGS, GRPO: :data:`rag.understand.slots.NAME`, case and hyphens ignored) occurs in
+    (StepORLM, RFTHGS, GRPO: :data:`rag.understand.mentions.NAME`, case and hyphens ignored) occurs in
     its title or abstract, or two or more of the question's content terms (stemmed, without
     words about papers) occur in its title ("mode connectivity", "Never Saddle"). A short
     question that names a paper has a low cosine to its chunks (all-MiniLM-L6-v2 gives "What is
     RFTHGS?" 0.21 on the seed index) although it plainly asks about it."""
-    from rag.compose.extractive import question_terms
-    from rag.understand.slots import NAME as _NAME
-    from rag.understand.slots import fold_name as fold
     from rag.backends.lexical import query_terms
+    from rag.compose.quotes import question_terms
+    from rag.understand.mentions import NAME as _NAME
+    from rag.understand.mentions import fold_name as fold
 
     paper = hit.paper
     text = fold(f"{paper.title} {paper.abstract}")

@@ -1,7 +1,7 @@
 """An Answer's renderings: the ``paperchat ask --json`` object, Markdown and references.
 
 Every place that shows a :class:`rag.types.Answer` takes its rendering from here: the command
-line (:mod:`rag.cli`: the JSON object and the reference lines), the conversation export
+line (:mod:`rag.cli.chat`: the JSON object and the reference lines), the conversation export
 (:mod:`rag.conference.export`: Markdown) and the chat UI (:mod:`ui.render` lays its HTML out in the blocks
 of :func:`answer_layout`; sanitising and cards stay there). A comparison's table comes from
 :attr:`Answer.comparison` (its rows, header first) and :attr:`Answer.comparison_ids`, never from

@@ -96,10 +96,10 @@ def named_things(aspect: str, sentence: str, own: str = "") -> list[str]:
     """The dataset/benchmark names (``aspect`` ``datasets``) or metric names (``metrics``) a
     sentence names, in order, without repeats. Names of models and method families
     (:data:`_NOT_THINGS`) and the paper's own name (``own``, the name its title gives, folded
-    as :func:`rag.understand.slots.fold_name`) are left out; for datasets only names in a sentence that
+    as :func:`rag.understand.mentions.fold_name`) are left out; for datasets only names in a sentence that
     talks about data or evaluation count; a metric is a known metric name (FID, BLEU, AUROC ...,
     :data:`METRIC_WORDS`), a name ending in "Score", or a name right before "score"/"metric"."""
-    from rag.understand.slots import fold_name
+    from rag.understand.mentions import fold_name
 
     if aspect == "datasets" and not _DATASET.search(sentence):
         return []

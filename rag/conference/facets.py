@@ -13,7 +13,7 @@ import re
 from collections import Counter
 from typing import Sequence
 
-from rag.compose.extractive import direct, heading, item, note
+from rag.compose.templates import direct, heading, item, note
 from rag.filters import Filters
 from rag.text import normalise
 from rag.types import AnswerSentence, Hit, Paper
@@ -128,7 +128,7 @@ def topic_count_head(topic: str, count: tuple[int, int], filters: Filters | None
 
 def rated_answer(hits: Sequence[Hit], cands) -> tuple[list[AnswerSentence], list[Hit]]:
     """The relevant ``hits`` re-ordered by mean reviewer rating, each line showing its rating.
-    ``cands`` are :func:`rag.compose.extractive.candidates` keyed by the hits' *original* numbers.
+    ``cands`` are :func:`rag.compose.quotes.candidates` keyed by the hits' *original* numbers.
     Returns (sentences, hits in their new order)."""
     order = by_rating([h.paper for h in hits])
     index = {h.id: i for i, h in enumerate(hits)}

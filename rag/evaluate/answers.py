@@ -33,9 +33,9 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
-from rag.understand.history import Turn, turn_after
-from rag.evaluate.retrieval import TYPES, load_queries
 from rag.compose.guards import answer_max_repeat, count_leaks
+from rag.evaluate.retrieval import TYPES, load_queries
+from rag.understand.history import Turn, turn_after
 
 if TYPE_CHECKING:
     from rag.backends.generator import Generator

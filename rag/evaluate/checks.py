@@ -158,8 +158,8 @@ def run_checks(path: str | Path, settings: Settings, *, pipeline=None,
     "question", "check", "seen"}]}``.
     """
     from rag.chat.answer import answer
-    from rag.understand.history import turn_after
     from rag.chat.pipeline import Pipeline
+    from rag.understand.history import turn_after
 
     rows = load_checks(path)
     pipe = pipeline or Pipeline(settings)

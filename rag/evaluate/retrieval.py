@@ -32,8 +32,8 @@ from pathlib import Path
 from statistics import mean
 from typing import TYPE_CHECKING
 
-from rag.understand.history import Turn
 from rag.errors import PaperchatError
+from rag.understand.history import Turn
 
 if TYPE_CHECKING:
     from rag.retrieve.retriever import Retriever  # the real one: its two channels are the baselines

@@ -12,7 +12,7 @@ own words, the case where BM25 alone is strongest (issue 21). Two things keep it
   ("We propose StepORLM, ..."), which no one searching for the paper knows yet. :func:`coined_names`
   takes from the title (1) its heading, the part before the first ":" when it is at most
   :data:`MAX_HEAD_WORDS` words ("String Seed of Thought: ..."), and (2) any other name-like word
-  of the title (:func:`rag.retrieve.retriever.name_like`: StepORLM, Part-X-MLLM, Qwen2.5) that the corpus
+  of the title (:func:`rag.understand.names.name_like`: StepORLM, Part-X-MLLM, Qwen2.5) that the corpus
   has in at most :data:`MAX_NAME_PAPERS` papers' titles and abstracts, so a name the field
   shares (GPT-4o, LoRA) stays. :func:`mask_names` then drops each occurrence in the TL;DR
   together with an acronym in brackets right after it ("String Seed of Thought (SSoT)"), and that
@@ -85,10 +85,10 @@ def name_counts(papers: Iterable[dict]) -> Counter:
 
 
 def coined_word(word: str) -> bool:
-    """True for a word written like a coined name: :func:`rag.retrieve.retriever.name_like`, except a
+    """True for a word written like a coined name: :func:`rag.understand.names.name_like`, except a
     hyphenated word whose parts are only capitalised words or short acronyms
     ("Walsh-Hadamard", "Vision-to-Action", "FT-based" are words, "Part-X-MLLM" a name)."""
-    from rag.retrieve.retriever import name_like
+    from rag.understand.names import name_like
 
     if not name_like(word):
         return False

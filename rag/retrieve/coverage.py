@@ -15,7 +15,7 @@ what exists with the two parts of this module:
   (:mod:`rag.compose.refusal`: "not in this corpus" needs the best cosine under 0.30), which so keeps its
   calibration at any coverage instead of refusing whatever the first batches do not hold.
 - **Fusion of the unscored** (:func:`fuse_unscored`): z-score fusion
-  (:func:`rag.retrieve.retriever.zfusion`) gives a paper missing from the dense candidates the lowest
+  (:func:`rag.retrieve.combine.zfusion`) gives a paper missing from the dense candidates the lowest
   candidate's cosine. For an embedded paper that is right (it is not among the nearest chunks,
   so it is at most that similar), but for a paper with no vector its cosine is unknown, not
   low, and the floor (about two standard deviations below the candidates' mean) would rank it
@@ -132,7 +132,7 @@ def merge_scores(ids: list[str], scores: list[float], extra: Mapping[str, float]
 def fuse_unscored(fused: dict[str, float], lexical_scores: Sequence[float],
                   bm25_of: Callable[[str], float], weight: float, known: set[str],
                   how: str = IMPUTE) -> dict[str, float]:
-    """``fused`` (:func:`rag.retrieve.retriever.zfusion` scores) with every paper whose cosine is not
+    """``fused`` (:func:`rag.retrieve.combine.zfusion` scores) with every paper whose cosine is not
     ``known`` fused on BM25 alone (:data:`IMPUTE`, see the module doc); ``lexical_scores`` are
     the BM25 pool's scores (the z-score's population, as in zfusion) and ``bm25_of`` a paper's
     exact BM25 score. Changed in place and returned."""

@@ -4,123 +4,57 @@ Dense side: the question's embedding against every chunk; a paper's dense score 
 similarity of its best chunk. Lexical side: BM25 over each paper's title, keywords and abstract.
 Fusion: a learned linear model over z-scored channel scores and per-question features
 (:mod:`rag.retrieve.fusion`, issue 21), or with ``settings.fusion = "fixed"`` a convex combination of
-the z-scores (:func:`zfusion`); plain reciprocal rank fusion (:func:`rrf`) is kept for
-comparison: measured on dev_hard it lost to dense alone. Filters are applied inside both searches
-(Chroma ``where`` and a mask on the BM25 scores), so ``k`` results come back whenever ``k`` papers
-match. Chunks of one paper are merged before ranking, so one paper never takes several places.
+the z-scores (:func:`rag.retrieve.combine.zfusion`); plain reciprocal rank fusion
+(:func:`rag.retrieve.combine.rrf`) is kept for comparison: measured on dev_hard it lost to dense
+alone. Filters are applied inside both searches (Chroma ``where`` and a mask on the BM25 scores),
+so ``k`` results come back whenever ``k`` papers match. Chunks of one paper are merged before
+ranking, so one paper never takes several places.
+
+This module holds :class:`Retriever` (opening an index, the dense and BM25 channels, the hybrid
+search) and :class:`PartialRetriever`, its variant over an index still being embedded. The
+retriever's other parts are mixins beside it: the name channel (:mod:`rag.retrieve.named`), the
+learned fusion's inputs and the paper-vector channel (:mod:`rag.retrieve.channels`) and the
+evidence sentences of its hits (:mod:`rag.retrieve.evidence`); the fixed score combinations are
+:mod:`rag.retrieve.combine`.
 """
 
 from __future__ import annotations
 
 import logging
-import re
 import time
-import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from index import manifest
 from index.catalog import Catalog
 from index.reader import index_exists, lexical_from_catalog, open_catalog, open_chunks
+from rag.backends.lexical import LexicalIndex
 from rag.errors import IndexNotFoundError
 from rag.filters import Filters
-from rag.backends.embedder import embed_cached
-from rag.backends.lexical import LexicalIndex, query_terms
-from rag.understand.names import NameIndex, fold, name_like, papers_key, question_names, title_name
 from rag.paths import IndexPaths
-from rag.text import normalise, split_sentences
+from rag.retrieve.channels import FusionChannels
+from rag.retrieve.combine import put_named_first, zfusion
+from rag.retrieve.evidence import EvidenceSentences
+from rag.retrieve.named import NamedPapers
+from rag.text import normalise
 from rag.types import Hit, Paper, Ranking, Retrieval
 
 if TYPE_CHECKING:
     from rag.backends.embedder import Embedder
-    from rag.settings import Settings
     from rag.backends.store import ChromaStore
+    from rag.settings import Settings
 
 
 log = logging.getLogger(__name__)
 
-#: Evidence is looked for in the first this many chars / sentences of an abstract (a real
-#: abstract has at most ~4,300 chars and ~30 sentences; this bounds the cost of a pathological one).
-MAX_EVIDENCE_CHARS = 8000
-MAX_EVIDENCE_SENTENCES = 40
 #: The dense side fetches more chunks until its candidates hold this many papers (the z-scores of
 #: fusion need a population, and ``k`` is at most 50) ...
 MIN_DENSE_PAPERS = 50
 #: ... or it has fetched this many chunks (bounds the cost of a pathological corpus).
 MAX_DENSE_CHUNKS = 12800
-#: A name in the question (:func:`question_names`) puts first the papers that use it, when at
-#: most this many papers do (a name many papers use, such as GRPO or LoRA, is a topic: fusion
-#: ranks those).
-MAX_NAMED_PAPERS = 3
-#: With the paper-vector channel in the fusion, its top this many papers join the candidates.
-PAPER_CANDIDATES = 50
-
-from rag.understand.names import WORD as _WORD  # noqa: E402
-
-
-def rrf(rankings: list[Ranking], weights: list[float], k: float = 60.0) -> dict[str, float]:
-    """Weighted reciprocal rank fusion: ``score(d) = sum_i w_i / (k + rank_i(d))`` (ranks from 1;
-    papers absent from a ranking get nothing from it). Cormack et al., SIGIR 2009, with k=60."""
-    fused: dict[str, float] = {}
-    for ranking, w in zip(rankings, weights):
-        for r, pid in enumerate(ranking.ids, start=1):
-            fused[pid] = fused.get(pid, 0.0) + w / (k + r)
-    return fused
-
-
-def _z(values: list[float]) -> tuple[float, float]:
-    arr = np.asarray(values, dtype=np.float64)
-    if arr.size == 0:
-        return 0.0, 1.0
-    sd = float(arr.std())
-    return float(arr.mean()), sd if sd > 1e-9 else 1.0
-
-
-def zfusion(dense: Ranking, lexical: Ranking, lexical_weight: float = 0.8,
-            lexical_all: dict[str, float] | None = None) -> dict[str, float]:
-    """Fused score per candidate paper: ``z_dense + lexical_weight * z_bm25``.
-
-    z-scores use the mean and standard deviation of each channel's candidate scores. A paper
-    absent from the dense candidates gets the lowest candidate similarity. ``lexical_all`` gives
-    exact BM25 scores of papers outside the BM25 pool (the dense candidates); without it they
-    count as 0.
-    """
-    mu_d, sd_d = _z(dense.scores)
-    mu_l, sd_l = _z(lexical.scores)
-    d = dict(zip(dense.ids, dense.scores))
-    lx = dict(zip(lexical.ids, lexical.scores))
-    if lexical_all:
-        lx = {**lexical_all, **lx}
-    floor = min(dense.scores) if dense.scores else 0.0
-    fused = {}
-    for pid in set(d) | set(lx):
-        fused[pid] = (d.get(pid, floor) - mu_d) / sd_d + lexical_weight * (lx.get(pid, 0.0) - mu_l) / sd_l
-    return fused
-
-
-def put_named_first(fused: dict[str, float], named: list[str], bm25_top: list[str],
-                    prf_top: list[str]) -> tuple[dict[str, float], dict]:
-    """``fused`` with the papers the question names (:meth:`Retriever.named`) above every other
-    paper, in fused order among themselves; returns it and the meta it adds (``named``). Not
-    when every channel puts one paper first (the fused top is BM25's top ``bm25_top`` and the
-    feedback dense channel's ``prf_top``) and the question does not name it: a name the question
-    shares with other papers ("PnP", "GRACE") then loses to the paper it describes (issue 21:
-    3 of 1,150 dev questions; then the meta says ``named_overruled``)."""
-    if not named:
-        return fused, {}
-    lead = max(fused, key=fused.get) if fused else None
-    if lead is not None and lead not in named and bm25_top == [lead] and prf_top == [lead]:
-        return fused, {"named_overruled": named}
-    fused = dict(fused)
-    top = max(fused.values(), default=0.0)
-    low = min(fused.values(), default=0.0) - 1.0
-    ranked = sorted(named, key=lambda pid: fused.get(pid, low), reverse=True)
-    for r, pid in enumerate(ranked):
-        fused[pid] = top + 1.0 + 0.01 * (len(ranked) - r)
-    return fused, {"named": ranked}
 
 
 def _open_lexical(directory: Path, catalog: Catalog) -> LexicalIndex:
@@ -136,7 +70,7 @@ def _open_lexical(directory: Path, catalog: Catalog) -> LexicalIndex:
     return lexical
 
 
-class Retriever:
+class Retriever(NamedPapers, FusionChannels, EvidenceSentences):
     """Searches one index. Build with :meth:`open`; thread-safe for concurrent searches.
 
     Args:
@@ -266,134 +200,6 @@ class Retriever:
                                        if p.primary_area})
         return self._area_names
 
-    def name_index(self) -> NameIndex:
-        """The :class:`rag.understand.names.NameIndex` of the indexed papers, on first use: read from the
-        index's names file when it was made from these papers by this code (the build writes
-        it: :func:`rag.understand.names.write_names`; about 0.3 s at 19,630 papers), else built (about
-        4 s per 10,000 papers) and saved there for the next reader."""
-        if getattr(self, "_name_index", None) is None:
-            papers = list(self.papers.values())
-            key = papers_key(papers)
-            path = IndexPaths(self.settings.index_dir(self.name)).names
-            names = NameIndex.load(path, key)
-            if names is None:
-                names = NameIndex(papers)
-                if path.parent.is_dir():
-                    try:
-                        names.save(path, key)
-                    except OSError as exc:  # a read-only index: kept in memory only
-                        log.warning("paper names not saved to %s (%s)", path, exc)
-            self._name_index = names
-        return self._name_index
-
-    def title_names(self) -> dict[str, list[str]]:
-        """Folded title name (:func:`title_name`) -> ids of the papers whose title has it."""
-        if self._title_names is None:
-            names: dict[str, list[str]] = {}
-            for pid, paper in self.papers.items():
-                name = title_name(paper.title)
-                if len(name) >= 3:
-                    names.setdefault(name, []).append(pid)
-            self._title_names = names
-        return self._title_names
-
-    def named(self, question: str, allowed: set[str] | None = None) -> list[str]:
-        """Ids of the papers the question names, in question order: a title's name written in
-        the question in any case and spacing ("steporlm", "part x mllm": its 1-3 word spans,
-        folded; a name in capitals that is also a word, such as SPEED or MIMIC, only when
-        written in capitals), and a name-like word (:func:`question_names`) that the lexical
-        index finds in at most :data:`MAX_NAMED_PAPERS` papers (same term rule as BM25, so
-        ``llama3-8b`` and ``Llama-3-8B`` agree). Only papers in ``allowed`` (when given) count.
-
-        A title's name written as a plain word ("reveal", "mesh" for ReVeal and MeSH; not
-        name-like, not in capitals) names the paper only when the word is itself rare (at most
-        :data:`MAX_NAMED_PAPERS` papers have it): otherwise it is the field's word, and an author's
-        summary "We reveal why audio reasoning fails" is about something else (issue 21: 18 of
-        1,516 dev queries were pushed down that way). Words of a span are separated by
-        anything but an apostrophe or a punctuation mark between clauses ("LoRA's" is not
-        "LoRA-S"; "DA$^{2}$" is DA2)."""
-        from rag.backends.lexical import compound_terms
-
-        out: list[str] = []
-        found = list(_WORD.finditer(question))
-        words = [m.group(0) for m in found]
-        titles = self.title_names()
-        for size in range(min(3, len(words)), 0, -1):
-            for i in range(len(words) - size + 1):
-                span = words[i:i + size]
-                gaps = [question[a.end():b.start()] for a, b in zip(found[i:i + size - 1],
-                                                                  found[i + 1:i + size])]
-                if any(re.search(r"['\u2019,;:!?]|\.\s", g) for g in gaps):
-                    continue  # "LoRA's" is not the name "LoRA-S"; "DA$^{2}$" is DA2
-                name = fold("".join(span))
-                ids = titles.get(name, [])
-                if not 0 < len(ids) <= MAX_NAMED_PAPERS:
-                    continue
-                head = self.papers[ids[0]].title.partition(":")[0]
-                joined = "".join(span)
-                written = joined.isupper() or any(name_like(w) for w in [*span, "-".join(span)])
-                if head.isupper() and not written:
-                    continue
-                if not written and not self._rare_term(name):
-                    continue  # "reveal", "mesh": words, although ReVeal and MeSH are names
-                out += ids
-        for name in question_names(question):
-            joined = compound_terms(unicodedata.normalize("NFKC", name).lower())
-            terms = query_terms(joined[0]) if joined else query_terms(name)
-            if len(terms) != 1:
-                continue
-            scores = self.lexical.scores(terms[0])
-            docs = np.flatnonzero(scores > 0)
-            if 0 < len(docs) <= MAX_NAMED_PAPERS:
-                out += [self.lexical.ids[i] for i in docs[np.argsort(-scores[docs])]]
-        out = [pid for pid in dict.fromkeys(out) if pid in self.papers]
-        return [pid for pid in out if allowed is None or pid in allowed]
-
-    def _rare_term(self, term: str) -> bool:
-        """True when at most :data:`MAX_NAMED_PAPERS` papers have ``term`` (one folded word) as a
-        BM25 term: a coined name rather than a word of the field."""
-        terms = query_terms(term)
-        if len(terms) != 1:
-            return False
-        return int((self.lexical.scores(terms[0]) > 0).sum()) <= MAX_NAMED_PAPERS
-
-    def paper_vectors(self):
-        """The index's :class:`index.vectors.PaperVectors` (one unit vector per paper, the mean of
-        its chunk vectors), loaded on first use; computed from the store and saved for an index
-        built before they existed (about 5 s per 10,000 papers)."""
-        if self._paper_vectors is None:
-            from index.reader import open_paper_vectors
-
-            index_dir = self.settings.index_dir(self.name)
-            recorded = (manifest.read(index_dir) or {}).get("catalog_fingerprint")
-            self._paper_vectors = open_paper_vectors(index_dir, self.store,
-                                                     open_catalog(index_dir), recorded)
-        return self._paper_vectors
-
-    def similar(self, paper_id: str, k: int = 10, filters: Filters | None = None,
-                exclude: Sequence[str] = ()) -> list[Hit]:
-        """The ``k`` papers nearest to paper ``paper_id`` by paper vectors (cosine similarity of
-        the mean chunk vectors, :mod:`index.vectors`), best first, the paper itself and
-        ``exclude`` left out, only papers ``filters`` admit. ``Hit.score`` and ``Hit.dense`` are
-        that cosine (in [-1, 1]); ``Hit.lexical`` is 0. Empty when the paper has no vector (not
-        in this index, or not embedded yet)."""
-        pv = self.paper_vectors()
-        row = pv.row(paper_id)
-        if row is None or not len(pv):
-            return []
-        sims = pv.vectors @ pv.vectors[row]
-        allowed = self._allowed(filters)
-        skip = {paper_id, *exclude}
-        out: list[Hit] = []
-        for i in np.argsort(-sims, kind="stable"):
-            pid = pv.ids[i]
-            if pid in skip or pid not in self.papers or (allowed is not None and pid not in allowed):
-                continue
-            out.append(Hit(self.papers[pid], float(sims[i]), float(sims[i]), 0.0))
-            if len(out) >= k:
-                break
-        return out
-
     # -- the hybrid search ------------------------------------------------------------------------
     def search(self, question: str, k: int | None = None, filters: Filters | None = None,
                evidence: bool = True, feedback: bool = True) -> Retrieval:
@@ -496,64 +302,6 @@ class Retriever:
 
         return shipped()
 
-    def channels(self, question: str, qvec: np.ndarray, dense: Ranking, prf: Ranking,
-                 lexical: Ranking, full: np.ndarray, allowed: set[str] | None = None,
-                 needs: set[str] | frozenset = frozenset()):
-        """The :class:`rag.retrieve.fusion.Channels` of one search: candidates are the papers of the
-        feedback dense ranking ``prf``, of BM25 (``lexical``) and of the question's own dense
-        ranking, plus with ``"paper"`` in ``needs`` the top :data:`PAPER_CANDIDATES` papers by
-        paper vector (:meth:`paper_vectors`; cosine to ``qvec`` over every paper ``allowed``
-        admits, its top ``lexical_candidates`` the z-score population); with ``"terms"`` the
-        question's BM25 terms and which candidates have them. ``full``: every paper's BM25
-        score (row order of ``self.lexical.ids``)."""
-        from rag.retrieve.fusion import Channels
-
-        ids = list(dict.fromkeys([*prf.ids, *lexical.ids, *dense.ids]))
-        paper = paper_pool = None
-        if "paper" in needs:
-            pv = self.paper_vectors()
-            if len(pv):
-                sims = pv.vectors @ np.asarray(qvec, dtype=np.float32)
-                ok = np.array([pid in self.papers and (allowed is None or pid in allowed)
-                               for pid in pv.ids]) if allowed is not None else self._pv_mask(pv)
-                sims = np.where(ok, sims, -np.inf)
-                n = min(self.settings.lexical_candidates, int(ok.sum()))
-                best = np.argpartition(-sims, n - 1)[:n] if n else np.zeros(0, dtype=int)
-                best = best[np.argsort(-sims[best], kind="stable")]
-                paper_pool = sims[best].astype(np.float64)
-                have = set(ids)
-                ids += [pv.ids[i] for i in best[:PAPER_CANDIDATES] if pv.ids[i] not in have]
-                rows = [pv.row(pid) for pid in ids]
-                paper = np.array([float(sims[r]) if r is not None and ok[r] else np.nan
-                                  for r in rows])
-        d = dict(zip(dense.ids, dense.scores))
-        p = dict(zip(prf.ids, prf.scores))
-        row = self.lexical.row
-        term_df = present = None
-        if "terms" in needs:
-            cand_rows = np.array([row.get(pid, -1) for pid in ids], dtype=np.int64)
-            found = self.lexical.term_rows(normalise(question))
-            term_df = np.array([len(r) for _, r in found], dtype=np.float64)
-            present = (np.stack([np.isin(cand_rows, r) for _, r in found]) if found
-                       else np.zeros((0, len(ids)), dtype=bool))
-        return Channels(
-            ids=ids,
-            dense=np.array([d.get(pid, np.nan) for pid in ids], dtype=np.float64),
-            dense_pool=np.asarray(dense.scores, dtype=np.float64),
-            prf=np.array([p.get(pid, np.nan) for pid in ids], dtype=np.float64),
-            prf_pool=np.asarray(prf.scores, dtype=np.float64),
-            bm25=np.array([float(full[row[pid]]) if pid in row else 0.0 for pid in ids]),
-            bm25_pool=np.asarray(lexical.scores, dtype=np.float64),
-            paper=paper, paper_pool=paper_pool, term_df=term_df, term_present=present,
-            n_docs=len(self.lexical.ids))
-
-    def _pv_mask(self, pv) -> np.ndarray:
-        """Rows of ``pv`` whose paper is in this index (computed once per vectors object)."""
-        if getattr(self, "_pv_mask_for", None) is not pv:
-            self._pv_mask_rows = np.array([pid in self.papers for pid in pv.ids], dtype=bool)
-            self._pv_mask_for = pv
-        return self._pv_mask_rows
-
     def _fuse(self, dense: Ranking, lexical: Ranking, full: np.ndarray) -> dict[str, float]:
         """:func:`zfusion` of the two channels, with exact BM25 scores for the dense candidates
         (``full``: every paper's BM25 score, row order of ``self.lexical.ids``)."""
@@ -573,32 +321,6 @@ class Retriever:
             centroids.append(c / (np.linalg.norm(c) or 1.0))
         q2 = np.asarray(qvec, dtype=np.float32) + self.settings.feedback_weight * np.mean(centroids, axis=0)
         return (q2 / (np.linalg.norm(q2) or 1.0)).astype(np.float32)
-
-    def attach_evidence(self, question: str, hits: list[Hit], qvec: np.ndarray | None = None,
-                        n: int = 3) -> None:
-        """Fill ``hit.evidence`` with the ``n`` abstract sentences most similar to the question
-        (cosine similarity of sentence embeddings, ties broken by BM25-term overlap): the best one
-        first (the card shows ``evidence[0]``), the others in abstract order so they read
-        naturally."""
-        if not hits:
-            return
-        if qvec is None:
-            qvec = self.embedder.embed([normalise(question)])[0]
-        sents = [(split_sentences(normalise(h.paper.abstract[:MAX_EVIDENCE_CHARS]))
-                  or [normalise(h.paper.abstract[:MAX_EVIDENCE_CHARS])])[:MAX_EVIDENCE_SENTENCES]
-                 for h in hits]
-        flat = [s for ss in sents for s in ss]
-        # cached: the answer's composition and grounding embed the same sentences again
-        vecs = embed_cached(self.embedder, flat)
-        qterms = set(query_terms(question))
-        i = 0
-        for hit, ss in zip(hits, sents):
-            sims = vecs[i:i + len(ss)] @ qvec
-            overlap = [len(qterms & set(query_terms(s))) / (1 + len(qterms)) for s in ss]
-            score = [float(a) + 0.1 * b for a, b in zip(sims, overlap)]
-            best = sorted(range(len(ss)), key=lambda j: score[j], reverse=True)[:n]
-            hit.evidence = [ss[best[0]]] + [ss[j] for j in sorted(best[1:])]
-            i += len(ss)
 
 
 # --- an index still being embedded (rag.retrieve.coverage) -------------------------------------------------

@@ -32,8 +32,8 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from rag.paths import IndexPaths
-from rag.understand.slots import fold_name
 from rag.types import Paper
+from rag.understand.mentions import fold_name
 
 WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9+_.-]*[A-Za-z0-9+]|[A-Za-z0-9]")
 #: A name-like word names papers when at most this many papers use it, and at most
@@ -47,7 +47,7 @@ HEAD_WORDS = 4
 
 
 def fold(text: str) -> str:
-    """:func:`rag.understand.slots.fold_name` of the NFKC form: names compare regardless of case,
+    """:func:`rag.understand.mentions.fold_name` of the NFKC form: names compare regardless of case,
     hyphens and spacing (``Part-X-MLLM``, ``part x mllm`` -> ``partxmllm``; ``F²SA`` -> ``f2sa``)."""
     return fold_name(unicodedata.normalize("NFKC", text))
 
@@ -126,7 +126,7 @@ FILE_FORMAT = 1
 @lru_cache(maxsize=1)
 def code_version() -> str:
     """sha256 prefix of the code a :class:`NameIndex` is made by: this module's source, the
-    source of :func:`rag.understand.slots.fold_name` and the Unicode database of ``unicodedata`` (NFKC,
+    source of :func:`rag.understand.mentions.fold_name` and the Unicode database of ``unicodedata`` (NFKC,
     NFKD). A names file made by other code is not used (:meth:`NameIndex.load`), so a change
     to how names are found needs no version number bumped by hand."""
     h = hashlib.sha256(Path(__file__).read_bytes())

@@ -30,8 +30,8 @@ from rag.understand.plan import UNSURE_BELOW, Plan
 from rag.understand.turn_reader import TurnContext, TurnReader, TurnSlots, find_slots
 
 if TYPE_CHECKING:
-    from rag.understand.history import Turn
     from rag.backends.seams import Retriever
+    from rag.understand.history import Turn
 
 #: Operations that act on one known paper or a few, or on a topic, never on the catalog as a
 #: whole (a catalog reading counts, lists, sorts or picks the best-rated).
@@ -161,7 +161,7 @@ def read_turn(text: str, context: TurnContext, reader: TurnReader, *, areas: Seq
             _LIKE_NAME.search(text[:span[0]]) for _, span, ids in found.names if len(ids) == 1):
         papers, op = "named", "similar"  # "find me more papers like TangoFlux - ..."
     # (a refine's aspect is kept for the question it changes: "and what metrics?" after the
-    # datasets of X asks for the metrics of X; see rag.chat.operations.resolve_refine)
+    # datasets of X asks for the metrics of X; see rag.chat.refine.resolve_refine)
     aspect = max(probs["aspect"], key=probs["aspect"].get) \
         if op in _ASPECT_OPS or op == "refine" else ""
     plan = assemble(text, papers, op, aspect, found, context,
@@ -228,7 +228,7 @@ def assemble(text: str, papers: str, op: str, aspect: str, found: TurnSlots,
             not (op == "compare" and papers == "positions" and len(plan.positions) >= 2):
         plan.n = found.count  # ("how does the first one differ from the second": no "top 1")
     elif op in ("compare", "cite") and found.pair and papers == "focus":
-        plan.n = 2  # "bibtex for both", "compare the two": see rag.chat.operations._paired
+        plan.n = 2  # "bibtex for both", "compare the two": see rag.chat.previous._paired
     if op == "refine":
         plan.topic = found.new_subject or query
         ids = named_ids(found)

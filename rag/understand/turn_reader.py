@@ -125,22 +125,22 @@ class TurnSlots:
     plural: bool = False
     singular: bool = False
     #: The turn asks for the one paper at an end of the rating order ("the worst of them?":
-    #: :func:`rag.understand.slots.one_superlative`).
+    #: :func:`rag.understand.rating_order.one_superlative`).
     one_superlative: bool = False
-    #: The turn asks for the decision of the papers it points at (:func:`rag.understand.slots.asks_status`).
+    #: The turn asks for the decision of the papers it points at (:func:`rag.understand.rating_order.asks_status`).
     asks_status: bool = False
-    #: The turn speaks of two papers together ("both", "the two": :func:`rag.understand.slots.pair`).
+    #: The turn speaks of two papers together ("both", "the two": :func:`rag.understand.positions.pair`).
     pair: bool = False
-    #: The turn restricts to the area of what came before (:func:`rag.understand.slots.same_area`).
+    #: The turn restricts to the area of what came before (:func:`rag.understand.positions.same_area`).
     same_area: bool = False
     #: The turn picks among the previous answer's papers by naming the set ("of these":
-    #: :func:`rag.understand.slots.of_these`).
+    #: :func:`rag.understand.positions.of_these`).
     of_these: bool = False
-    #: The turn points at something said before ("that", "them": :func:`rag.understand.slots.refers_back`).
+    #: The turn points at something said before ("that", "them": :func:`rag.understand.positions.refers_back`).
     refers_back: bool = False
-    #: The turn has a word that can ask for a rating order (:func:`rag.understand.slots.orders_by_rating`).
+    #: The turn has a word that can ask for a rating order (:func:`rag.understand.rating_order.orders_by_rating`).
     orders_by_rating: bool = True
-    #: The turn points at the topic searched before (:func:`rag.understand.slots.points_at_topic`).
+    #: The turn points at the topic searched before (:func:`rag.understand.positions.points_at_topic`).
     points_at_topic: bool = False
 
 

@@ -1,0 +1,196 @@
+"""What an operation produced (:class:`Outcome`), and the operations whose answers are exact,
+from the catalog and never from a model: ``count``, ``list``, ``sort`` and ``extreme`` over the
+chosen papers by mean reviewer rating (ties stated), ``cite`` (BibTeX entries) and ``similar``
+(the nearest paper vectors). :func:`rag.chat.operations.run` runs them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Sequence
+
+from rag.chat.selection import CATALOG_SHOWN, Selection, _as_hits
+from rag.compose import extractive as compose
+from rag.compose import quotes, templates
+from rag.compose.templates import direct, heading, item, note
+from rag.conference import facets
+from rag.types import AnswerSentence, Hit, Paper
+from rag.understand.plan import Plan
+from rag.understand.topics import has_topic
+
+if TYPE_CHECKING:
+    from rag.backends.seams import Retriever
+
+
+#: Neighbours a "similar papers" answer lists.
+SIMILAR_K = 8
+
+
+@dataclass
+class Outcome:
+    """What an operation produced: the answer's sentences (the direct line first), its
+    ``kind`` (:attr:`rag.types.Answer.kind`), the hits in the order the sentences number them,
+    a comparison table when there is one, the hit numbers the answer is about (``about``) and
+    whether a model may rewrite the body (``prose``: lookups, descriptions, surveys, follow-ups
+    and comparisons; counts, lists, ratings, BibTeX and neighbours are exact and stay as
+    composed)."""
+
+    sentences: list[AnswerSentence]
+    kind: str
+    hits: list[Hit]
+    table: object = None
+    about: list[int] = field(default_factory=lambda: [1])
+    prose: bool = False
+    #: Composed about the papers ``about`` names, from the conversation (a follow-up on them, or
+    #: a description of "the third one": kind ``describe``), not about the best match.
+    focused: bool = False
+
+
+def _scope_head(plan: Plan, sel: Selection, n: int) -> str:
+    """"3 of the 8 papers of the previous answer match status=oral" and the like."""
+    what = facets.describe(sel.filters)
+    if sel.every is not None:
+        base = f"{n:,} of the {sel.total:,} papers in this index"
+    else:
+        base = f"{n:,} of {sel.scope}"
+    return f"{base} match {what}." if what else f"{base}."
+
+
+def _count(plan: Plan, sel: Selection, retriever: Retriever) -> Outcome:
+    from rag.compose.refusal import MIN_DENSE
+
+    hits = sel.hits
+    if sel.searched and has_topic(plan.query):
+        topic = plan.topic or plan.query
+        n = facets.topic_count(topic, retriever.papers, retriever.search_texts(), sel.filters)
+        total = len(facets.matching(retriever.papers, sel.filters or None))
+        cands = quotes.candidates(plan.query, hits, retriever.embedder)
+        numbers = [1] + compose.relevant_others(hits, cands, {1}, MIN_DENSE)
+        body = [facets.topic_count_head(topic, n, sel.filters or None, total),
+                heading("The most relevant papers found:")]
+        body += [facets.rated_item(hits[i - 1], i, (cands[i] or [None])[0]) for i in numbers]
+        return Outcome(body, "count", hits)
+    if sel.every is not None:
+        sentences, listed = facets.facet_answer(retriever.papers, sel.filters or None,
+                                                facets.LISTED)
+        return Outcome(sentences, "count", listed)
+    listed = facets.by_rating([h.paper for h in hits])
+    out = [direct(_scope_head(plan, sel, len(hits)), [])]
+    new_hits = _as_hits(listed[:CATALOG_SHOWN])
+    out += [facets.rated_item(h, i, None) for i, h in enumerate(new_hits, start=1)]
+    if len(listed) > len(new_hits):
+        out.append(heading(f"… and {len(listed) - len(new_hits):,} more."))
+    return Outcome(out, "count", new_hits)
+
+
+def _rated(plan: Plan, sel: Selection, retriever: Retriever) -> Outcome:
+    """``list``, ``sort`` and ``extreme`` over the chosen papers, by mean reviewer rating."""
+    hits = sel.hits
+    papers = sel.every if sel.every is not None else [h.paper for h in hits]
+    if not papers:
+        return Outcome([note(f"No paper matches {facets.describe(sel.filters)}.")],
+                       plan.op if plan.op != "sort" else "rated", [])
+    desc = plan.order != "rating_asc"
+    ordered = facets.by_rating(papers, descending=desc)
+    if plan.op == "list" and not plan.order and sel.searched:
+        ordered = [h.paper for h in hits]  # a search's papers keep their relevance order
+    rule = "" if not sel.searched else (f" (the {len(hits)} papers most relevant to the "
+                                        "search; a paper about it in other words may be missing)")
+    if plan.op == "extreme":
+        n = max(1, plan.n or 1)
+        rated = [p for p in ordered if p.rating]
+        if not rated:
+            return Outcome([note(f"None of {sel.scope} has reviewer ratings in this list.")],
+                           "extreme", _as_hits(ordered))
+        cut = rated[min(n, len(rated)) - 1].rating["mean"]
+        chosen = [p for p in rated if (p.rating["mean"] >= cut if desc else
+                                       p.rating["mean"] <= cut)]
+        ties = len(chosen) > n
+        word = "highest" if desc else "lowest"
+        if n == 1:
+            head = (f"The {word} mean reviewer rating among {sel.scope}{rule} is "
+                    f"{chosen[0].rating['mean']}")
+            head += (f", shared by {len(chosen)} papers (a tie):" if ties else ":")
+        else:
+            head = (f"The {len(chosen)} {word}-rated of {sel.scope}{rule}"
+                    f"{' (ties at the cut included)' if ties else ''}:")
+        # the papers asked for (and those tied with them), not the rest of the order: "best
+        # one?" shows one paper
+        chosen = chosen[:CATALOG_SHOWN]
+        new_hits = _as_hits(chosen)
+        out = [direct(head, list(range(1, len(chosen) + 1)))]
+        out += [facets.rated_item(h, i, None) for i, h in enumerate(new_hits[:len(chosen)], 1)]
+        return Outcome(out, "extreme", new_hits, about=list(range(1, len(chosen) + 1)))
+    new_hits = _as_hits(ordered[:max(CATALOG_SHOWN, plan.n or 0)])
+    if plan.op == "sort" or plan.order:
+        unrated = sum(1 for p in ordered if not p.rating)
+        head = (f"{sel.scope[0].upper() + sel.scope[1:]}{rule}, sorted by mean reviewer rating "
+                f"({'highest' if desc else 'lowest'} first"
+                f"{'; unrated papers last' if unrated else ''}):")
+        tied = _ties(ordered)
+        out = [direct(head, list(range(1, len(new_hits) + 1)))]
+        if tied:
+            out.append(note(tied))
+        kind = "rated"
+    else:
+        out = [direct(_scope_head(plan, sel, len(papers)), [])]
+        kind = "list"
+    shown = new_hits[:max(facets.LISTED, plan.n or 0)] if sel.every is not None else new_hits
+    out += [facets.rated_item(h, i, None) for i, h in enumerate(shown, start=1)]
+    if len(shown) < len(papers):
+        out.append(heading(f"… and {len(papers) - len(shown):,} more."))
+    return Outcome(out, kind, new_hits, about=list(range(1, len(shown) + 1)))
+
+
+def _ties(papers: Sequence[Paper]) -> str:
+    """A statement of the rating ties among ``papers`` ("[2] and [3] are tied at 6.5"), or ""."""
+    groups: dict[float, list[int]] = {}
+    for i, p in enumerate(papers, start=1):
+        if p.rating:
+            groups.setdefault(p.rating["mean"], []).append(i)
+    tied = [(m, ns) for m, ns in groups.items() if len(ns) > 1]
+    if not tied:
+        return ""
+    parts = [f"{templates._and([f'[{n}]' for n in ns])} are tied at {m}" for m, ns in tied[:4]]
+    return "Ties: " + "; ".join(parts) + " (ordered by number of reviews)."
+
+
+def _cite(plan: Plan, sel: Selection) -> Outcome:
+    from rag.conference.export import bibtex
+
+    hits = sel.hits
+    if plan.papers == "search" and sel.searched:
+        chosen = hits[:plan.n or (1 if len(hits) and sel.refused is False and
+                                  plan.n is None and False else len(hits))]
+    else:
+        chosen = hits[:len(sel.focus)] if plan.papers == "named" else hits
+    if plan.n and plan.papers in ("previous", "search"):
+        chosen = chosen[:plan.n]
+    numbers = list(range(1, len(chosen) + 1))
+    entries = bibtex([h.paper for h in chosen])
+    what = "this paper" if len(chosen) == 1 else f"these {len(chosen)} papers"
+    out = [direct(f"BibTeX for {what} ({templates._and([f'[{n}]' for n in numbers])}), "
+                  "entries only, ready to import (Zotero, JabRef, a .bib file):", numbers),
+           AnswerSentence(entries.strip(), numbers, kind="bibtex", support=1.0)]
+    return Outcome(out, "cite", hits, about=numbers)
+
+
+def _similar(plan: Plan, sel: Selection, retriever: Retriever) -> Outcome:
+    if not sel.hits:
+        return Outcome([note("There is no paper to compare with.")], "similar", [])
+    target = sel.hits[0]
+    near = retriever.similar(target.id, k=max(SIMILAR_K, plan.n or 0),
+                             filters=sel.filters or None)
+    if not near:
+        return Outcome([note(f"{templates.title(target)} has no paper vector yet (it is not "
+                             "embedded), so its neighbours cannot be found.")], "similar",
+                       [target])
+    title = templates.title(target)
+    out = [direct(f"The papers closest to {title} (cosine similarity of the papers' mean "
+                  "abstract embeddings, highest first):", list(range(1, len(near) + 1)))]
+    for i, h in enumerate(near, start=1):
+        c = quotes.Candidate(i, h.evidence[0], 0, 1.0) if h.evidence else None
+        s = item(h, i, c)
+        s.text = s.text.replace(f"[{i}]", f"[{i}] ({h.score:.2f})", 1)
+        out.append(s)
+    return Outcome(out, "similar", near, about=list(range(1, len(near) + 1)))

@@ -1,0 +1,129 @@
+"""A ``refine`` plan made concrete (:func:`resolve_refine`): the previous turn's plan with one
+change, a new subject put in its query's place ("Which papers study KV cache compression?"
+then "And for vision transformers?") or new filters that replace the previous ones on the
+same field ("how many orals in RL?" then "and in optimization?").
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from typing import TYPE_CHECKING, Sequence
+
+from rag.understand.plan import Plan
+from rag.understand.topics import names_only_an_aspect
+
+if TYPE_CHECKING:
+    from rag.understand.history import Turn
+
+
+def resolve_refine(plan: Plan, history: Sequence[Turn], areas: Sequence[str] = ()) -> Plan:
+    """A ``refine`` plan made concrete: the previous turn's plan with the new subject
+    (``plan.topic``: "Which papers study KV cache compression?" then "And for vision
+    transformers?" searches "Which papers study KV cache compression for vision transformers?";
+    a previous change of subject is replaced, not stacked) and the new filters, which replace
+    the previous filters on the same field ("how many orals in RL?" then "and in
+    optimization?": the area changes, the decision stays). A new subject that is exactly one of
+    ``areas`` (the index's primary areas) is that area's filter. Other plans are returned as
+    they are."""
+    from rag.understand.areas import match_area
+    from rag.understand.rating_order import ascending
+
+    if plan.op != "refine":
+        return plan
+    prev = history[-1] if history else None
+    if prev is None:
+        return replace(plan, op="survey")
+    base = Plan.from_json(prev.plan) if prev.plan else \
+        Plan(op="survey", query=prev.standalone or prev.question)
+    if base.op == "refine":
+        base = replace(base, op="survey")
+    if plan.ids and (base.papers in ("named", "focus", "positions") or
+                     base.op in _NAMED_REFINE_OPS):
+        # "tell me about Gaia2" then "and RealPDEBench?": the same question of the paper named
+        op = base.op if base.op in _NAMED_REFINE_OPS else "describe"
+        return replace(plan, papers="named", op=op, aspect=base.aspect, topic="",
+                       query=plan.query, facts=base.facts)
+    query = base.query or prev.standalone or prev.question
+    earlier = base.subject
+    subject = plan.topic if plan.topic and plan.topic != plan.query else ""
+    if plan.aspect and base.aspect and plan.aspect != base.aspect and \
+            names_only_an_aspect(plan.topic or plan.query):
+        # "and what metrics?" after "what datasets are used to evaluate X?": the same papers'
+        # other aspect, not a search for the words "what metrics"
+        return replace(base, aspect=plan.aspect, positions=list(base.positions),
+                       confidence=plan.confidence, said=plan.said, notes=plan.notes,
+                       dropped=plan.dropped)
+    if subject and _ORDER_ONLY.fullmatch(subject) and base.op in ("sort", "extreme"):
+        # "and the lowest?" after the best-rated paper: the same papers, the other end
+        return replace(base, order="rating_asc" if ascending(subject) else "rating_desc",
+                       positions=[], ids=[], confidence=plan.confidence, said=plan.said,
+                       notes=plan.notes, dropped=plan.dropped)
+    said = list(plan.filters)
+    area = match_area(subject, areas, exact=True) if subject and areas else None
+    if area:
+        said, subject = said + [f"primary_area={area}"], ""
+    if not subject and not said:  # no new subject, no new filter: a question of its own
+        return replace(plan, op=base.op if base.op not in ("refine", "count") else "survey",
+                       papers="search", topic=plan.query)
+    if subject:
+        stem = query.rstrip(" ?.!")
+        if earlier and stem.endswith(f" for {earlier}"):
+            stem = stem[: -len(f" for {earlier}")]
+        swapped = _swap_subject(stem, subject)
+        query = f"{swapped}?" if swapped else f"{stem} for {subject}?"
+    if base.papers in ("previous", "focus", "positions"):
+        # "now the same but for the learning theory area" after "the worst rated among them":
+        # the same operation on the part of the list the new filter names (or on the new
+        # subject), not a search for the words "the worst rated among them"
+        papers, query = ("search", subject) if subject else ("catalog", "")
+    else:
+        papers = base.papers if base.papers in ("search", "catalog") else "search"
+    fields = {re.split(r"[=<>]", f)[0] for f in said}
+    filters = list(dict.fromkeys([f for f in base.filters
+                                  if re.split(r"[=<>]", f)[0] not in fields] + said))
+    return replace(base, papers=papers, query=query, topic=subject or base.topic,
+                   subject=subject or earlier, filters=filters, positions=[], ids=[],
+                   confidence=plan.confidence, said=plan.said, notes=plan.notes,
+                   dropped=plan.dropped)
+
+
+#: A new subject that only names an end of the rating order ("the lowest", "worst one").
+_ORDER_ONLY = re.compile(r"(?:the\s+)?(?:very\s+)?(?:best|worst|top|highest|lowest|bottom|least|"
+                         r"weakest|strongest)(?:[-\s]+(?:rated|scored|scoring|reviewed|one|ones|"
+                         r"paper|papers))*", re.I)
+#: Operations a refine that names a paper asks again of that paper.
+_NAMED_REFINE_OPS = ("describe", "lookup", "authors", "number", "cite", "similar")
+
+
+_SUBJECT_STOP = frozenset("for on of in the a an to do does with about by from and or is are "
+                          "what which how use used papers paper".split())
+
+
+def _swap_subject(query: str, subject: str) -> str:
+    """``query`` with the phrase that plays the new subject's part replaced by it: the words
+    before a word of the query with the subject's head (its last word, plural or not), as many
+    as the subject has, not crossing a function word ("... evaluating code agents" and "web
+    agents" -> "... evaluating web agents"). ``""`` when no word of the query has that head
+    ("KV cache compression" and "vision transformers": the caller adds "for vision
+    transformers")."""
+    words = query.split()
+    new = subject.split()
+    if not words or not new:
+        return ""
+
+    def head(w: str) -> str:
+        w = re.sub(r"[^\w-]", "", w.lower())
+        return w[:-1] if w.endswith("s") and len(w) > 3 else w
+
+    want = head(new[-1])
+    for j in range(len(words) - 1, -1, -1):
+        if head(words[j]) != want or want in _SUBJECT_STOP:
+            continue
+        i = j
+        while i > 0 and j - i + 1 < len(new) and words[i - 1].lower() not in _SUBJECT_STOP:
+            i -= 1
+        if " ".join(words[i:j + 1]).lower() == subject.lower():
+            return ""  # the same subject: nothing to swap
+        return " ".join(words[:i] + new + words[j + 1:])
+    return ""

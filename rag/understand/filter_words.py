@@ -1,0 +1,178 @@
+"""The word patterns of filters said in words, read by :func:`rag.understand.slots.read_filters`:
+decisions ("oral papers", "papers that were rejected", "among the orals") and the questions
+about a decision that are no filter ("is it an oral?"), rating thresholds ("rated 6 or higher",
+"7+", "drop anything below 5"), years ("in 2018"), authors ("papers by Yoshua Bengio") and a
+rating order ("highest-rated", "sorted by rating"). Area names are read by
+:mod:`rag.understand.areas`.
+"""
+
+from __future__ import annotations
+
+import re
+
+
+_PAPERS = r"(?:papers?|submissions?|works?|ones|articles)"
+# "oral papers", "rejected submissions", "spotlight works"
+_TIER_BEFORE = re.compile(rf"\b(orals?|spotlights?|posters?|rejected|withdrawn|accepted)\s+{_PAPERS}\b",
+                          re.I)
+# "papers that were rejected", "submissions withdrawn", "how many papers got accepted as orals"
+_TIER_AFTER = re.compile(rf"\b{_PAPERS}\s+(?:(?:that|which)\s+)?(?:(?:were|was|got|are|is|have been|"
+                         r"has been)\s+)?(rejected|withdrawn|accepted)(?:\s+as\s+(?:an?\s+)?"
+                         r"(orals?|spotlights?|posters?))?\b", re.I)
+# "How many papers by X were rejected?": the decision said at the end, after other words
+_TIER_PASSIVE = re.compile(r"\b(?:were|was|got|have been|has been)\s+(rejected|withdrawn|accepted)"
+                           r"\s*[?.!]*\s*$", re.I)
+# "among the orals", "accepted as an oral", "oral presentations", "the orals"
+_TIER_ALONE = re.compile(r"\b(?:(?:among|in|from|of)\s+(?:the\s+)?(orals|spotlights|posters)|"
+                         r"accepted\s+as\s+(?:an?\s+)?(orals?|spotlights?|posters?)|"
+                         r"(oral|spotlight)\s+presentations?|(?:the\s+)?(orals|spotlights)\b|"
+                         # "got an oral", "were given a spotlight", "are posters"
+                         r"(?:got|get|gets|received?|given|awarded|as|were|are|be|been)\s+"
+                         r"(?:an?\s+)?(orals?|spotlights?|posters?)\b(?!\s+(?!only|papers?|ones?"
+                         r"|too|and|or)[a-z])|"
+                         # "every spotlight in optimization", "any oral on X"
+                         r"(?:every|each|any|one)\s+(oral|spotlight|poster)\b|"
+                         # "posters?", "orals only?": the whole turn
+                         r"^\s*(?:and\s+|what\s+about\s+|now\s+)?(?:the\s+)?"
+                         r"(orals?|spotlights?|posters?|rejected|withdrawn)\s*(?:ones\s*)?[?.!]*\s*$|"
+                         # "count withdrawn", "list the rejected ones"
+                         r"\b(?:count|list|show)\s+(?:me\s+)?(?:all\s+)?(?:the\s+)?"
+                         r"(withdrawn|rejected|orals|posters|spotlights)\b|"
+                         # "which ones are plain posters"
+                         r"(?:are|were)\s+(?:plain|just|only|all|also|regular)\s+(orals?|spotlights?|"
+                         r"posters?)\b|"
+                         # "only orals", "just the posters", "posters only"
+                         r"(?:only|just)\s+(?:the\s+)?(orals?|spotlights?|posters?)\b|"
+                         r"(orals?|spotlights?|posters?)\s+only\b|"
+                         # "were any of them rejected?", "which of those got accepted"
+                         r"(?:them|these|those)\s+(?:\w+\s+)?(?:ultimately\s+|eventually\s+|finally\s+)?"
+                         r"(rejected|withdrawn|accepted)\b|"
+                         # "filter to posters", "restrict it to the orals"
+                         r"(?:filter|restrict|limit|narrow)\w*\s+(?:it\s+|them\s+|this\s+|down\s+)?"
+                         r"to\s+(?:the\s+)?(orals?|spotlights?|posters?)\b|"
+                         # "the lowest-rated poster", "best reviewed orals"
+                         r"(?:rated|scored|reviewed|ranked)\s+(orals?|spotlights?|posters?)\b|"
+                         # "posters about X", "orals in RL", "the poster with the best rating"
+                         r"(orals|posters|spotlights)(?=\s+(?:are|were|about|on|in|with|that|which|"
+                         r"from|sorted|by|ranked|ordered|best|worst|highest|lowest|first|among|"
+                         r"amongst|rated|scored|then|count|w/?)(?!\w))|"
+                         # "same but posters", "and then the posters?": the tier ends the turn
+                         r"\b(?:but|and|then|now|just|only|the)\s+(posters)\s*[?.!]*\s*$|"
+                         # "spotlight count?", "oral total": the tier counted; "which learning
+                         # theory oral has the lowest rating": the tier, then what it has
+                         r"\b(oral|spotlight|poster)\s+(?:count|total|number)\b|"
+                         r"\b(oral|spotlight)(?=\s+(?:has|had|is|was|got|gets|received|with)\b)|"
+                         r"(?<=\bthe\s)(oral|poster|spotlight)(?=\s+(?:with|that|which|among)\b)|"
+                         # "oral?" "the spotlight ones"
+                         r"(oral|spotlight)\b(?=\s*(?:[?.!,;]|$|ones?\b))|"
+                         # "which oral has the lowest rating", "got an oral slot", "the least liked
+                         # oral at the conference": the tier word as a noun after a determiner,
+                         # unless it qualifies a topic ("the oral health of ...", "an oral exam")
+                         r"\b(?:which|what|the|an|any|this|that|liked|rated|reviewed|scored)\s+"
+                         r"(oral|spotlight)\b(?![\w-])(?!\s*(?:/|or\b|and\b))(?!\s+(?:health|"
+                         r"cavit|cancer|lesion|disease|hygiene|microbio|dental|care|exam|histor|"
+                         r"language|speech|reading|communication|tradition|proficien|mucos|surg|"
+                         r"drug|vaccin|admin|dos|tablet|squamous|image|scan|presentations?\s+"
+                         r"generat)))",
+                         re.I)
+# "is it an oral?", "[3] is an oral, right?", "2 and 4 are both orals?": a question about the
+# decision of papers already named, not a filter on them
+_STATUS_ASKED = re.compile(r"(?<!\w)(?:(?:is|was|are|were)\s+(?:it|that|this|they|those\s+two|"
+                           r"both|(?:that|this|the\s+\w+)\s+(?:one|paper))|"
+                           r"(?:it|that\s+one|this\s+one|that\s+paper|this\s+paper|one|"
+                           r"\[\d{1,2}\]|#\d{1,2}|\d{1,2})\s+(?:is|was|are|were|got|get))"
+                           r"\s+(?:both\s+|all\s+|also\s+|really\s+|even\s+)?(?:an?\s+)?"
+                           r"(?:orals?|spotlights?|posters?)\b", re.I)
+_TIER_WORD = {"oral": "oral", "orals": "oral", "spotlight": "spotlight", "spotlights": "spotlight",
+              "poster": "poster", "posters": "poster", "rejected": "rejected",
+              "withdrawn": "withdrawn", "accepted": "accepted"}
+# "rated 6 or higher", "rating >= 6", "with a mean rating above 5.5", "scored at least 8"
+_RATING = re.compile(
+    r"\b(?:(?:with\s+)?(?:an?\s+)?(?:(?:mean|average|avg|reviewer|review|overall)\s+){0,2}"
+    r"(?:rating|score)s?|rated|scored)(?:\s*,?\s*(?:like|um|uh|say)\s*,)?"
+    r"\s*(?:(?:is|are|was|were|of)\s+)?(>=|<=|>|<|=|≥|≤|at least|at most|at or above|at or below|above|over|below|under|greater than|"
+    r"more than|higher than|less than|lower than|of at least|no less than|no more than)?\s*"
+    r"(\d{1,2}(?:\.\d{1,2})?)(?!\d|\.\d)(?!\s+(?:papers?|pprs?|works?|ones|orals|posters|submissions)\b)"
+    r"(?:\s*(?:/|out of)\s*10)?(\s+(?:or|and)\s+(?:higher|more|above|better|"
+    r"greater|over|up|lower|less|below|worse|under|down))?", re.I)
+_OPS = {">=": ">=", "≥": ">=", "at least": ">=", "at or above": ">=", "at or below": "<=", "of at least": ">=", "no less than": ">=",
+        "<=": "<=", "≤": "<=", "at most": "<=", "no more than": "<=", ">": ">", "above": ">",
+        "over": ">", "greater than": ">", "more than": ">", "higher than": ">", "<": "<",
+        "below": "<", "under": "<", "less than": "<", "lower than": "<", "=": "="}
+# "in 2018", "from ICLR 2018", "ICLR 2018 papers"
+_YEAR = re.compile(r"(?<![\w.@/-])((?:19|20)\d\d)(?![\w.@/-]*\d)(?!\s*(?:tokens?|"
+                   r"samples?|images?|examples?|problems?)\b)(?<!\b(?:19\d\d|200\d)(?=\s+papers))",
+                   re.I)
+# "papers by Yoshua Bengio", "work from Sergey Levine", "authored by Chelsea Finn"
+_AUTHOR = re.compile(rf"\b(?i:(?:{_PAPERS}|anything|everything|something|stuff|these|those|them|"
+                     r"any)\s+(?:written\s+|authored\s+)?(?:by|from)|authored\s+by|written\s+by)"
+                     r"\s+((?:[A-Z][\w'.\-]*\.?\s+){0,3}[A-Z][\w'\-]+)", re.U)
+#: Words after "by" that say an order, not an author ("sorted by rating", "by reviewer score").
+_ORDER_WORDS = (r"(?:rat\w*|scor\w*|review\w*|relevan\w*|mean|average|avg|date|year|area|topic|"
+                r"how|their|its|the|a|him|her|them|me|us|you|it|this|that|these|those)\b")
+# "papers by yoshua bengio" (in lower case: the two words after "papers by"), "Sergey Levine's
+# papers"
+_AUTHOR_LOWER = re.compile(rf"\b{_PAPERS}\s+(?:written\s+|authored\s+)?by\s+(?!{_ORDER_WORDS})"
+                           r"([a-z][\w'\-]+\s+"
+                           r"[a-z][\w'\-]+)\b(?<!\bet al)")
+_AUTHOR_OWNER = re.compile(r"\b((?:[A-Z][\w'.\-]*\.?\s+){0,2}[A-Z][\w'\-]+)['’]s\s+(?:\d{4}\s+)?"
+                           rf"{_PAPERS}\b")
+# "highest-rated papers on X", "top rated", "best-scored", "sorted by rating"
+_SORT = re.compile(r"\b(?:(?:highest|best|top|most\s+highly)[-\s]+"
+                   r"(?:rated|scored|scoring|reviewed)|"
+                   r"highest\s+(?:mean\s+|average\s+)?(?:ratings?|scores?)|"
+                   r"(?:sorted|ranked|ordered)\s+by\s+(?:(?:mean|average|reviewer)\s+)?"
+                   r"(?:ratings?|scores?))\b", re.I)
+
+
+#: After a number: it counts something else ("above 6%", "over 7 layers", "under 8B"), so it is no
+#: rating threshold.
+_NOT_A_RATING = r"(?![\d.]*\s*(?:%|x\b|times|points|pp|layers|billion|[bBmMkK]\b))"
+#: "+", "or more", "or lower", ...: the side of a threshold said after its number.
+_OR_SIDE = (r"(\+|or\s+(?:more|higher|above|better|over|less|lower|below|worse|under)|"
+            r"and\s+(?:up|above|higher|over|below|under|lower|down))")
+# "7+", "(6.5+)": a rating threshold when the turn talks about ratings
+# "which ones are above 6", "the ones averaging above 6": a threshold said of the papers
+_BARE_RATING = re.compile(r"\b(?:ones|papers|those|these|them|they|are|averag\w*|anything|everything|any|all)\s+(?:that\s+are\s+)?"
+                          r"(above|over|below|under|at least|at most)\s+(\d(?:\.\d{1,2})?)"
+                          + _NOT_A_RATING, re.I)
+# "6 or more on average", "7+ on average", "5.5 or lower on average"
+_RATING_AVERAGE = re.compile(r"(?<![\w.])(\d(?:\.\d{1,2})?)\s*" + _OR_SIDE
+                             + r"\s+(?:on\s+)?(?:average|avg|mean)\b", re.I)
+# "drop anything below 5", "remove those under 6", "get rid of the ones above 7", "nothing
+# under 5.5 please": a threshold said of what to leave out, so the filter keeps the other side
+_DROP_RATING = re.compile(r"\b(?:drop|remove|exclude|filter\s+out|get\s+rid\s+of|cut|skip|hide|"
+                          r"lose|throw\s+out|ignore|leave\s+out|discard|no|nothing|none|without)"
+                          r"\b(?:\s+(?:\w+|[\w-]+)){0,4}?\s+(below|under|less\s+than|"
+                          r"lower\s+than|above|over|more\s+than|higher\s+than)\s+"
+                          r"(\d(?:\.\d{1,2})?|10)" + _NOT_A_RATING, re.I)
+_DROP_OPS = {"below": ">=", "under": ">=", "less than": ">=", "lower than": ">=", "above": "<=",
+             "over": "<=", "more than": "<=", "higher than": "<="}
+# "got 6+", "how many of these got 6 or more", "scoring 7 or above": a threshold a paper got
+_GOT_RATING = re.compile(r"\b(?:got|get|getting|gets|scoring|averaging|averaged|with|w/?|are|were|is)\s+"
+                         r"(?:a\s+|an\s+|rated\s+)?"
+                         r"(\d(?:\.\d{1,2})?)\s*" + _OR_SIDE + r"(?![\w%])", re.I)
+# "and above 6 only", "above 6 pls", "only under 5": a threshold that is the whole request
+_ONLY_RATING = re.compile(r"^\W*(?:(?:and|but|ok|okay|now|only|just)\W+){0,2}(above|over|below|under|"
+                          r"at least|at most)\s+(\d(?:\.\d{1,2})?)\W*(?:(?:only|pls|please|then)"
+                          r"\W*)*$", re.I)
+#: Words that may follow a bare threshold ("got 6+ only", "6+ ones"): any other word is what
+#: was counted ("7 or more GPUs"), not a rating.
+_AFTER_THRESHOLD = re.compile(r"\s*(?:[^\w\s]|$|(?:only|pls|please|ones?|papers?|pprs?|works?|"
+                              r"submissions?|on|average|avg|mean|and|or|rating|ratings|score|"
+                              r"scores|then|just|in|from|at|sorted|ranked|first|right)\b)", re.I)
+
+
+def _side(tail: str) -> str:
+    """The comparison of an :data:`_OR_SIDE` tail: ``"<="`` for "or less/lower/below/worse/under",
+    ``">="`` for "+" and "or more/higher/above/better/over"."""
+    return "<=" if re.search(r"less|lower|below|worse|under|down", tail, re.I) else ">="
+
+
+#: A threshold with its side said after it ("6 and up", "5.5 or lower"): a rating threshold
+#: when the turn talks about ratings (see read_filters).
+_SIDED = re.compile(r"(?<![\w.])(\d{1,2}(?:\.\d{1,2})?)\s*" + _OR_SIDE + r"(?![\w%])", re.I)
+_PLUS = re.compile(r"(?<![\w.])(\d{1,2}(?:\.\d{1,2})?)\s?\+(?!\w)")
+_RATING_WORD = re.compile(r"\b(?:rat\w*|scor\w*|review\w*|average|mean)\b", re.I)
+#: Longest author name read from a question (the longest in ICLR 2018's list is 31 chars).
+MAX_AUTHOR_CHARS = 80

@@ -1,0 +1,106 @@
+"""Topic phrases of a turn: whether a query names a topic at all (:func:`has_topic`; "how many
+papers?" does not) or only an aspect (:func:`names_only_an_aspect`), a new subject asked of the
+previous question ("And for vision transformers?": :func:`new_subject`), and the topic of a
+count question (:func:`count_topic`, :func:`topic_phrase`).
+"""
+
+from __future__ import annotations
+
+import re
+
+
+#: Words that ask for papers or counts without naming a topic (stemmed, as BM25 sees them).
+_NO_TOPIC = frozenset("some few sever coupl pl pleas thank good interest cool nice "
+                      "how mani number count total paper work submiss articl studi list show "
+                      "give find tell me all ani there which what are were is was the in of "
+                      "accept conferenc index corpus iclr year public entri lol haha thx ok okai "
+                      "um uh hmm".split())
+
+
+#: Stemmed words that name an aspect (:data:`rag.understand.plan.ASPECTS`) or point at what has one
+#: ("metrics", "limitations", "datasets they use"), as BM25 sees them.
+_ASPECT_ONLY = frozenset("metric measur dataset benchmark data limit weak drawback result find "
+                         "approach method techniqu evalu use about it its they them their those "
+                         "these".split())
+
+
+def names_only_an_aspect(text: str) -> bool:
+    """True when ``text`` asks for an aspect and names nothing else ("and what metrics?";
+    not "metrics for speech models"): :func:`has_topic`'s words, less the aspects'."""
+    from rag.backends.lexical import query_terms
+
+    return not set(query_terms(text)) - _NO_TOPIC - _ASPECT_ONLY
+
+
+def has_topic(query: str) -> bool:
+    """True when ``query`` (an :attr:`Intent.query`) names something to search for beyond
+    "how many papers" / "list the papers"."""
+    from rag.backends.lexical import query_terms
+
+    return bool(set(query_terms(query)) - _NO_TOPIC)
+
+
+# --- a new subject ----------------------------------------------------------------------------
+# "And for vision transformers?", "What about diffusion models?", "How about in robotics?",
+# "Same for GNNs?": the previous question's topic, asked of another subject.
+_NEW_SUBJECT = re.compile(
+    r"^\s*(?:(?:and|but|ok(?:ay)?|now|then|so),?\s+)?(?:(?:what|how)\s+about\s+(?:for\s+|in\s+|"
+    r"on\s+|with\s+)?|(?:and|but|now|then)\s+(?:for|in|on|with|among)\s+|(?:the\s+)?same\s+"
+    r"(?:\w+\s+)?(?:for|in|on|with)\s+|(?:and|now)\s+)(?P<s>[^?.!]{3,80}?)\s*[?.!]*\s*$", re.I)
+#: Pronouns that make a subject point back rather than name a new one ("what about its results?").
+_POINTS_BACK = re.compile(r"\b(?:it|its|they|them|their|this|that|these|those|the same)\b", re.I)
+
+
+def new_subject(text: str) -> str | None:
+    """The new subject of a turn that keeps the previous question and changes what it is asked
+    of ("And for vision transformers?" -> ``vision transformers``), or None. A subject that
+    points back ("what about its results?", "and for that paper?") is none."""
+    m = _NEW_SUBJECT.match(text)
+    if not m:
+        return None
+    subject = m.group("s").strip()
+    if _POINTS_BACK.search(subject):
+        return None
+    return subject
+
+
+# --- the topic of a count ----------------------------------------------------------------------
+# What a count question says before its topic: "how many papers are about", "number of works on"
+_COUNT_LEAD = re.compile(
+    r"^\s*(?:[\w',]+\s+){0,3}?(?:how many|the number of|number of|count(?: of)?|total of)\s+"
+    r"(?P<pre>(?:[\w'-]+\s+){0,4}?)"
+    r"(?:(?:papers?|works?|submissions?|articles?|studies|entries|publications)\b\s*|"
+    r"(?<=many\s)(?=(?:are\s+there\s+)?(?:about|on|regarding|concerning)\s))"
+    r"(?:(?:are|were|is|was|did|do|have|has)\s+)?(?:there\s+)?(?:(?:in|at|from)\s+(?:this|the)\s+"
+    r"(?:index|list|corpus|conference)\s+)?(?:(?:that\s+)?(?:are\s+|were\s+)?(?:about|on|"
+    r"studying|study|use|using|propose|proposing|address|addressing|mention|mentioning|"
+    r"concerning|regarding|related to|deal(?:ing)? with|focus(?:ing)? on|in)\s+)?", re.I)
+_TRAILER = re.compile(r"\s*(?:(?:in|at|from)?\s*(?:this|the)\s+(?:index|list|corpus|conference)|"
+                      r"(?:got|get|were|was|are|have\s+been|has\s+been)\s+(?:in|accepted)|"
+                      r"(?:at|in)\s+ICLR(?:\s+\d{4})?|(?:(?:are|were|is|was)\s+)?there(?:\s+are)?)?"
+                      r"\s*[?.!]*\s*$", re.I)
+#: A preposition a topic was said with ("orals on diffusion language models" less its filter
+#: leaves "on diffusion language models"): not part of the topic's phrase.
+_TOPIC_LEAD = re.compile(r"^(?:about|on|regarding|concerning)\s+(?=\w)", re.I)
+#: Words before the noun that point at the set, not at a topic ("of the papers", "these").
+_COUNT_SET = re.compile(r"^(?:(?:of|among)\s+)?(?:the|these|those|all|all\s+the)\s+", re.I)
+
+
+def topic_phrase(query: str) -> str:
+    """``query`` without a leading preposition (:data:`_TOPIC_LEAD`): "on diffusion language
+    models" -> "diffusion language models"."""
+    return _TOPIC_LEAD.sub("", query)
+
+
+def count_topic(question: str) -> str:
+    """The topic of a count question: its words between "how many" and "papers" and after
+    "papers are about", before "in this index?" ("How many papers are about reinforcement
+    learning?" and "roughly how many machine unlearning papers got in?" -> "reinforcement
+    learning", "machine unlearning"); ``""`` when there is none. A question without a count
+    lead is returned without its trailer."""
+    m = _COUNT_LEAD.match(question)
+    if not m:
+        return topic_phrase(_TRAILER.sub("", question).strip(" ,;:"))
+    pre = _COUNT_SET.sub("", m.group("pre")).strip()
+    rest = _TRAILER.sub("", question[m.end():]).strip(" ,;:")
+    return " ".join(x for x in (pre, rest) if x)
