@@ -549,6 +549,10 @@ def test_a_cite_answer_shows_bibtex_with_a_copy_button_that_copies_the_entries(w
     page.press("#pc-question textarea", "Enter")
     code = page.locator(f"{LAST_BUBBLE} >> .code_wrap pre code")
     code.wait_for(timeout=ANSWER_TIMEOUT)
+    # the code block shows while the answer streams; the plan line comes with its end
+    page.wait_for_function(
+        "() => { const s = document.querySelector('.pc-status');"
+        " return s && !s.textContent.includes('writing'); }", timeout=ANSWER_TIMEOUT)
     assert "as BibTeX" in plan_texts(page)
     seed = {p.id: p for p in load_papers(ROOT / "data" / "seed_papers.jsonl").papers}
     want = bibtex([seed[i] for i in ids]).strip()
