@@ -1,4 +1,5 @@
-"""The records that flow through paperchat: papers, chunks, hits, citations and answers; chunk
+"""The records that flow through paperchat: papers, chunks, hits, citations and answers, and a
+search's rankings and result (:class:`Ranking`, :class:`Retrieval`); chunk
 ids (:func:`chunk_id`, :func:`paper_of`, :func:`chunk_number`) and decision tiers of a status
 (:func:`status_tier`, :func:`is_accepted`). Imports nothing of the project's.
 

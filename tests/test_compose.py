@@ -6,7 +6,7 @@ import pytest
 
 from rag.chat import constrained
 from rag.chat.answer import answer, resolve_mode
-from rag.compose import extractive as compose
+from rag.compose import extractive
 from rag.compose.guards import RepeatGuard, answer_max_repeat, count_leaks, leak_reason, max_repeat
 from rag.compose.quotes import Candidate, candidates
 from rag.errors import InvalidQuestionError
@@ -33,7 +33,7 @@ def hits():
 
 
 def test_lookup_quotes_the_best_paper_and_lists_the_relevant_others(fake_embedder):
-    out = compose.compose("lookup", "graph transformer that builds routes for delivery fleets",
+    out = extractive.compose("lookup", "graph transformer that builds routes for delivery fleets",
                           hits(), fake_embedder)
     assert out[0].kind == "direct" and out[0].citations == [1]
     assert out[0].text == "The closest match is Learned Routing for Delivery Fleets [1]."
@@ -46,52 +46,52 @@ def test_lookup_quotes_the_best_paper_and_lists_the_relevant_others(fake_embedde
 
 
 def test_describe_quotes_in_abstract_order(fake_embedder):
-    out = compose.compose("describe", "What does FleetNet propose?", hits(), fake_embedder)
+    out = extractive.compose("describe", "What does FleetNet propose?", hits(), fake_embedder)
     quotes = [s.quote for s in out if s.kind == "quote"]
     positions = [ROUTE.abstract.index(q) for q in quotes]
     assert positions == sorted(positions) and len(quotes) >= 1
 
 
 def test_count_and_authors_give_plain_statements(fake_embedder):
-    count = compose.compose("count", "How many papers are about routing?", hits(), fake_embedder)
+    count = extractive.compose("count", "How many papers are about routing?", hits(), fake_embedder)
     assert count[0].kind == "note" and "no number" in count[0].text
     assert all(s.kind in ("note", "heading", "item") and not s.quote for s in count)
-    authors = compose.compose("authors", "Who wrote FleetNet?", hits(), fake_embedder)
+    authors = extractive.compose("authors", "Who wrote FleetNet?", hits(), fake_embedder)
     assert authors[0].kind == "note" and "no author names" in authors[0].text
     named = [Hit(Paper("a", "T", "We do X.", authors=["Ada Lovelace", "Alan Turing"]), 1.0)]
-    out = compose.compose("authors", "Who wrote it?", named, fake_embedder)
+    out = extractive.compose("authors", "Who wrote it?", named, fake_embedder)
     assert out[0].kind == "metadata" and "Ada Lovelace and Alan Turing" in out[0].text
 
 
 def test_number_without_a_figure_says_so(fake_embedder):
-    out = compose.compose("number", "What accuracy does the bound reach?",
+    out = extractive.compose("number", "What accuracy does the bound reach?",
                           [Hit(BOUND, 1.0, dense=0.5)], fake_embedder)
     assert out[0].kind == "note" and "gives no figure" in out[0].text
-    with_figure = compose.compose("number", "By how much does FleetNet cut route length?",
+    with_figure = extractive.compose("number", "By how much does FleetNet cut route length?",
                                   hits(), fake_embedder)
     assert any("7%" in s.text for s in with_figure if s.kind == "quote")
 
 
 def test_followup_quotes_each_discussed_paper(fake_embedder):
-    out = compose.compose("followup", "What do they prove?", hits(), fake_embedder, focus=[1, 2])
+    out = extractive.compose("followup", "What do they prove?", hits(), fake_embedder, focus=[1, 2])
     assert out[0].citations == [1, 2] and "abstracts of" in out[0].text
     cited = {n for s in out if s.kind == "quote" for n in s.citations}
     assert cited == {1, 2}
 
 
 def test_survey_groups_by_a_shared_keyword(fake_embedder):
-    out = compose.compose("survey", "Which papers study vehicle routing?", hits(), fake_embedder)
+    out = extractive.compose("survey", "Which papers study vehicle routing?", hits(), fake_embedder)
     headings = [s.text for s in out if s.kind == "heading"]
     assert headings == ["vehicle routing:"]
     assert [s.citations for s in out if s.kind == "item"] == [[1], [2]]
 
 
 def test_render_and_check(fake_embedder):
-    out = compose.compose("lookup", "graph transformer routes delivery fleets", hits(),
+    out = extractive.compose("lookup", "graph transformer routes delivery fleets", hits(),
                           fake_embedder)
-    checked = compose.check(out, hits(), fake_embedder, threshold=0.5)
+    checked = extractive.check(out, hits(), fake_embedder, threshold=0.5)
     assert all(s.supported for s in checked)  # quotes and titles are their papers' own words
-    text = compose.render(checked)
+    text = extractive.render(checked)
     assert text.splitlines()[0] == checked[0].text
     assert "> “" in text and "\n- Lower Bounds" in text
 
@@ -99,7 +99,7 @@ def test_render_and_check(fake_embedder):
 def test_check_flags_a_quote_cited_to_the_wrong_paper(fake_embedder):
     wrong = AnswerSentence("“We fold proteins with a diffusion model.” [1]", [1], kind="quote",
                            quote="We fold proteins with a diffusion model.")
-    [s] = compose.check([wrong], hits(), fake_embedder, threshold=0.5)
+    [s] = extractive.check([wrong], hits(), fake_embedder, threshold=0.5)
     assert not s.supported
 
 
@@ -108,7 +108,7 @@ def test_without_repeats_drops_a_repeating_quote_but_keeps_the_direct_line():
     b = AnswerSentence("“alpha beta gamma delta two” [1]", [1], kind="quote", quote="y")
     c = AnswerSentence("“alpha beta gamma delta three” [1]", [1], kind="quote", quote="z")
     d = AnswerSentence("Direct alpha beta gamma delta", [1], kind="direct")
-    kept = compose.without_repeats([d, a, b, c])
+    kept = extractive.without_repeats([d, a, b, c])
     assert kept == [d, a]  # b and c would make the 4-gram occur a third time
 
 
@@ -254,5 +254,5 @@ def test_a_theory_paper_is_described_by_what_the_authors_did_and_found():
              "in statistical estimation.",
              "We prove that this implies a failure of sampling via diffusions."]
     cands = [Candidate(1, t, i, 0.5) for i, t in enumerate(texts)]
-    picked = [c.text for c in compose.summary_quotes(cands)]
+    picked = [c.text for c in extractive.summary_quotes(cands)]
     assert picked[0] == texts[2] and texts[0] not in picked and texts[1] not in picked

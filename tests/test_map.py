@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from conftest import SEED, FakeEmbedder
-from rag.conference import areas, histogram, plotting
+from rag.conference import area_table, histogram, plotting
 from rag.conference import mapfigure as mf
 from rag.filters import Filters
 from rag.types import Answer, Citation, Hit, Paper
@@ -287,7 +287,7 @@ def test_histogram_without_ratings_says_so(seed_papers):
 
 # --- per-area table ------------------------------------------------------------------------------
 def test_area_table_figures_recomputed_independently(papers):
-    table = areas.area_table(papers)
+    table = area_table.area_table(papers)
     by_area = {r.area: r for r in table.rows}
     assert set(by_area) == {"optimization", "generative models", "learning theory", plotting.NO_AREA}
     accepted = ("Accept (Oral)", "Accept (Spotlight)", "Accept (Poster)",
@@ -314,7 +314,7 @@ def test_area_table_figures_recomputed_independently(papers):
 
 
 def test_area_table_says_acceptance_means_nothing_on_an_accepted_list(seed_papers):
-    table = areas.area_table(seed_papers)
+    table = area_table.area_table(seed_papers)
     assert table.all_accepted
     assert "Every paper in this list is accepted" in table.note
     assert "No paper in this list has reviewer ratings" in table.note
@@ -331,7 +331,7 @@ def test_a_hostile_area_name_is_escaped_and_no_template_field():
 
 
 def test_area_table_escapes_area_names():
-    table = areas.area_table([Paper("a", "t", "x", primary_area="<img src=x onerror=alert(1)>")])
+    table = area_table.area_table([Paper("a", "t", "x", primary_area="<img src=x onerror=alert(1)>")])
     assert "<img" not in table.html() and "&lt;img src=x" in table.html()
 
 

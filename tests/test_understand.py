@@ -10,7 +10,7 @@ import json
 import pytest
 
 from rag.types import Paper
-from rag.understand import slots
+from rag.understand import position_words, rating_order, slots
 from rag.understand.names import NameIndex
 from rag.understand.plan import Plan
 from rag.understand.turn_reader import TurnContext, labelled_turns, measured
@@ -41,14 +41,14 @@ from tests.conftest import SEED, SHARED_DATA
     ("first and 3rd", 15, [1, 3]), ("the first and second order methods", 15, [1]),
 ])
 def test_positions(text, n_previous, expected):
-    assert slots.positions(text, n_previous)[0] == expected
+    assert position_words.positions(text, n_previous)[0] == expected
 
 
 @pytest.mark.parametrize("text,n", [("top three papers on KV", 3), ("first two", 2),
                                     ("the 5 best", 5), ("two papers on X", 2),
                                     ("sort them by rating", None), ("papers from 2018", None)])
 def test_count_asked(text, n):
-    assert slots.count_asked(text)[0] == n
+    assert position_words.count_asked(text)[0] == n
 
 
 @pytest.mark.parametrize("text,plural", [("the highest-rated papers on X", True),
@@ -56,7 +56,7 @@ def test_count_asked(text, n):
                                          ("which one has the best reviews", False),
                                          ("best works on diffusion", True)])
 def test_plural(text, plural):
-    assert slots.plural(text) is plural
+    assert position_words.plural(text) is plural
 
 
 @pytest.mark.parametrize("text,asc", [("the lowest rated of these", True), ("worst one", True),
@@ -67,13 +67,13 @@ def test_plural(text, plural):
                                       ("What is the most low rated oral paper?", True),
                                       ("sort by rating, highest first", False)])
 def test_ascending(text, asc):
-    assert slots.ascending(text) is asc
+    assert rating_order.ascending(text) is asc
 
 
 def test_an_ordinal_past_tenth_is_its_number_and_a_fraction_is_none():
     # "(1/50th of baseline)" in an author TL;DR raised KeyError: '50th' (paperchat eval crashed)
-    assert slots.positions("bibtex of the 12th", 15)[0] == [12]
-    assert slots.positions("only 365 samples (1/50th of baseline)", 15)[0] == []
+    assert position_words.positions("bibtex of the 12th", 15)[0] == [12]
+    assert position_words.positions("only 365 samples (1/50th of baseline)", 15)[0] == []
 
 
 @pytest.mark.parametrize("text,one", [("the worst of them?", True), ("which is the best one", True),
@@ -81,7 +81,7 @@ def test_an_ordinal_past_tenth_is_its_number_and_a_fraction_is_none():
                                       ("sort them best first", False), ("best to worst", False),
                                       ("the best papers", False), ("the most cited", False)])
 def test_one_paper_at_an_end_of_the_order(text, one):
-    assert slots.one_superlative(text) is one
+    assert rating_order.one_superlative(text) is one
 
 
 @pytest.mark.parametrize("text,orders", [
@@ -93,7 +93,7 @@ def test_one_paper_at_an_end_of_the_order(text, one):
     ("worst-case robustness of graph neural networks", False),
     ("top-k routing in mixture-of-experts", False), ("lower bounds for sampling", False)])
 def test_a_word_that_can_ask_for_a_rating_order(text, orders):
-    assert slots.orders_by_rating(text) is orders
+    assert rating_order.orders_by_rating(text) is orders
 
 
 @pytest.mark.parametrize("text,asks", [
@@ -106,7 +106,7 @@ def test_a_word_that_can_ask_for_a_rating_order(text, orders):
     ("ok then, what is GEPA's mean rating", True), ("what rating did GEPA get?", True),
     ("what is the model's scoring function?", False)])
 def test_a_question_about_the_ratings_of_papers_in_hand(text, asks):
-    assert slots.asks_rating(text) is asks
+    assert rating_order.asks_rating(text) is asks
 
 
 @pytest.mark.parametrize("text,only", [
@@ -114,7 +114,7 @@ def test_a_question_about_the_ratings_of_papers_in_hand(text, asks):
     ("what's its rating and which datasets does it use?", False),
     ("what are the best rated papers", False)])
 def test_a_question_about_nothing_but_the_ratings(text, only):
-    assert slots.asks_only_rating(text) is only
+    assert rating_order.asks_only_rating(text) is only
 
 
 AREAS = ["learning theory", "causal reasoning", "optimization", "generative models",
@@ -272,7 +272,7 @@ def test_the_speaker_is_not_the_topic(text, query):
     ("papers in the area of RL", False, False),
 ])
 def test_two_papers_together_and_the_area_before(text, pair, same_area):
-    assert slots.pair(text) is pair and slots.same_area(text) is same_area
+    assert position_words.pair(text) is pair and position_words.same_area(text) is same_area
 
 
 def test_name_index_finds_names_titles_and_not_plain_words():

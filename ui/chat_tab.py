@@ -126,7 +126,7 @@ class ChatHandlers:
         plan as JSON when the app made it (a card's "More like this"), else None (the question
         is read). Raises ``gr.Error`` for bad input, before any retrieval."""
         from rag.chat.answer import (DoneEvent, HitsEvent, TokenEvent, answer_stream, check_mode,
-                                check_question)
+                                     check_question)
         from rag.understand.plan import Plan
 
         try:

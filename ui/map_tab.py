@@ -124,7 +124,7 @@ class MapHandlers:
         last of ``answers``, marked; papers outside the Status and Primary area dropdowns'
         filters dimmed) and, with ``hist`` and ``table``, the rating histogram and the per-area
         table's HTML. A failure is a ``status`` saying so (the chat is not affected)."""
-        from rag.conference import areas, histogram, mapfigure
+        from rag.conference import area_table, histogram, mapfigure
 
         retriever = self.pipeline.current_retriever()
         n = len(retriever)
@@ -171,7 +171,7 @@ class MapHandlers:
         if hist:
             out["hist"] = histogram.rating_histogram(papers, highlight=marked)
         if table:
-            out["table"] = areas.area_table(papers).html()
+            out["table"] = area_table.area_table(papers).html()
         yield out
 
     def question_about(self, paper_id) -> str:

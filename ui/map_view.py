@@ -29,7 +29,7 @@ def map_status_html(n_papers: int = 0, *, state: str = "idle", method: str = "",
     return '<p class="pc-map-line">Open this tab to draw the map of the papers.</p>'
 
 
-#: Styles of the Map tab (the area table comes from :meth:`rag.conference.areas.AreaTable.html`). The
+#: Styles of the Map tab (the area table comes from :meth:`rag.conference.area_table.AreaTable.html`). The
 #: last rules: while the Map tab is open the page takes the window's width and the side column
 #: the row's whole width, above the chat (``:has`` on the tab button's ``aria-selected``, so no
 #: script is needed); the Sources tab brings the two columns back.

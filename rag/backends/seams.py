@@ -1,15 +1,17 @@
 """The seams the query side is written against (ARCHITECTURE.md, "Seams and their fakes").
 
 :class:`Retriever` is what answering uses of a retriever over one index (:mod:`rag.chat.answer`,
-:mod:`rag.compose.refusal`, :mod:`rag.evaluate.answers`, :mod:`rag.chat.pipeline`, :mod:`ui.app`); the real
+:mod:`rag.chat.operations` and the modules it runs, :mod:`rag.understand.read`,
+:mod:`rag.compose.refusal`, :mod:`rag.evaluate.answers`, :mod:`rag.chat.pipeline`, the UI's tabs); the real
 one is :class:`rag.retrieve.retriever.Retriever`, which tests open over a fake-embedder index.
 :class:`Embedder` and :class:`Generator` are defined beside their implementations
 (:mod:`rag.backends.embedder`, :mod:`rag.backends.generator`) and can be imported from here too
 (``from rag.backends.seams import Embedder``): they are loaded on first use.
 
 At run time this module imports only :mod:`typing`; the types its annotations name are imported
-under ``TYPE_CHECKING``. Those imports still count as edges for ``tests/test_layers.py``, so
-nothing :mod:`rag.retrieve.retriever` imports may import this module.
+under ``TYPE_CHECKING``. Those imports still count as edges for ``tests/test_layers.py``: they
+name only basics and backends (:class:`rag.types.Retrieval` is a record in the basics), so any
+stage may import this module.
 """
 
 from __future__ import annotations
@@ -23,8 +25,7 @@ if TYPE_CHECKING:
     from rag.backends.generator import Generator
     from rag.filters import Filters
     from rag.settings import Settings
-    from rag.types import Hit, Paper
-    from rag.types import Retrieval
+    from rag.types import Hit, Paper, Retrieval
 
 __all__ = ["Embedder", "Generator", "Retriever"]
 

@@ -238,7 +238,7 @@ def answer_stream(question: str, *, retriever: Retriever, generator: Generator,
     from rag.chat import constrained
     from rag.chat.operations import run, select
     from rag.chat.refine import resolve_refine
-    from rag.compose import extractive as compose
+    from rag.compose import extractive
     from rag.compose import quotes, templates
     from rag.compose.refusal import MIN_DENSE
     from rag.understand.read import understand
@@ -274,8 +274,8 @@ def answer_stream(question: str, *, retriever: Retriever, generator: Generator,
         sentences = notes + [templates.note(text)] if notes else []
         if sel.explained and notes:  # its notes say why; no nearest papers are listed
             sentences = notes
-            text = compose.render(notes)
-        yield DoneEvent(Answer(question, standalone, compose.render(sentences) if sentences
+            text = extractive.render(notes)
+        yield DoneEvent(Answer(question, standalone, extractive.render(sentences) if sentences
                                else text, [], sel.hits, refused=True, sentences=sentences,
                                timings_ms=timings, mode="extractive", kind=_kind_of(plan),
                                filters_applied=applied, plan=plan.to_json()))
@@ -285,7 +285,7 @@ def answer_stream(question: str, *, retriever: Retriever, generator: Generator,
     extract = done.sentences[:1] + notes + done.sentences[1:]
     embedder = retriever.embedder
     table_md = table.markdown if table is not None else ""
-    head = compose.render(extract[:1], table_md)
+    head = extractive.render(extract[:1], table_md)
     timings["first_token"] = ms()
     yield TokenEvent(head)
     used = resolve_mode(requested, generator, settings) if done.prose else "extractive"
@@ -303,15 +303,15 @@ def answer_stream(question: str, *, retriever: Retriever, generator: Generator,
         model = generator.name
         generated = yield from _generate(standalone, hits, table, generator, settings, embedder,
                                          timings, ms)
-        body = compose.without_repeats(extract[:1] + [s for s in generated if s.supported])[1:]
+        body = extractive.without_repeats(extract[:1] + [s for s in generated if s.supported])[1:]
         unsupported = [s for s in generated if not s.supported]
         if not body:
             body = [templates.note("The model wrote nothing the cited abstracts support; what they "
                                  "say instead:")] + extract[1:]
         else:
             body = notes + body
-    sentences = compose.check(extract[:1] + body, hits, embedder, settings.support_threshold)
-    text = compose.render(sentences, table_md)
+    sentences = extractive.check(extract[:1] + body, hits, embedder, settings.support_threshold)
+    text = extractive.render(sentences, table_md)
     if used != "generative":
         yield TokenEvent(text[len(head):])
     timings["total"] = ms()

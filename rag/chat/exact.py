@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Sequence
 
 from rag.chat.selection import CATALOG_SHOWN, Selection, _as_hits
-from rag.compose import extractive as compose
+from rag.compose import extractive
 from rag.compose import quotes, templates
 from rag.compose.templates import direct, heading, item, note
 from rag.conference import facets
@@ -65,7 +65,7 @@ def _count(plan: Plan, sel: Selection, retriever: Retriever) -> Outcome:
         n = facets.topic_count(topic, retriever.papers, retriever.search_texts(), sel.filters)
         total = len(facets.matching(retriever.papers, sel.filters or None))
         cands = quotes.candidates(plan.query, hits, retriever.embedder)
-        numbers = [1] + compose.relevant_others(hits, cands, {1}, MIN_DENSE)
+        numbers = [1] + extractive.relevant_others(hits, cands, {1}, MIN_DENSE)
         body = [facets.topic_count_head(topic, n, sel.filters or None, total),
                 heading("The most relevant papers found:")]
         body += [facets.rated_item(hits[i - 1], i, (cands[i] or [None])[0]) for i in numbers]

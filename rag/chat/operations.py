@@ -37,7 +37,7 @@ from rag.chat.previous import (_area_before, _compare_with_discussed, _described
                                _list_with, _paired, _searched_topic, _showed)
 from rag.chat.selection import (COMPARE_DEFAULT, COMPARE_MAX, Selection, _catalog, _missing_names,
                                 _named, _search)
-from rag.compose import extractive as compose
+from rag.compose import extractive
 from rag.compose.quotes import candidates
 from rag.compose.templates import direct, item, note
 from rag.filters import Filters
@@ -255,7 +255,7 @@ def _run(plan: Plan, sel: Selection, retriever: Retriever, settings: Settings) -
 
             first, scorer = aspect_row(plan.aspect)
             table = build_comparison(hits[:cols], embedder, first, scorer, MIN_ROLE)
-            body = compose.compose("compare", plan.query, hits, embedder, comparison=table,
+            body = extractive.compose("compare", plan.query, hits, embedder, comparison=table,
                                    min_dense=MIN_DENSE)
             return Outcome(body, "compare", hits, table, list(range(1, cols + 1)), True)
         op = "describe"
@@ -268,25 +268,25 @@ def _run(plan: Plan, sel: Selection, retriever: Retriever, settings: Settings) -
                        about=list(range(1, len(papers) + 1)))
     if op == "survey" and sel.searched:
         shown = hits[:plan.n] if plan.n else hits  # "show me 5 oral papers on X": five
-        return Outcome(compose.compose("survey", plan.query, shown, embedder,
+        return Outcome(extractive.compose("survey", plan.query, shown, embedder,
                                        min_dense=MIN_DENSE), "survey", shown, prose=True)
     if op == "authors":
-        return Outcome(compose.compose("authors", plan.query, hits, embedder), "authors", hits)
+        return Outcome(extractive.compose("authors", plan.query, hits, embedder), "authors", hits)
     if op == "number" and sel.searched and plan.papers == "search":
-        return Outcome(compose.compose("number", plan.query, hits, embedder), "number", hits)
+        return Outcome(extractive.compose("number", plan.query, hits, embedder), "number", hits)
     if op == "lookup" and plan.papers in ("previous", "focus") and len(hits) > 1 and \
             len(sel.focus) > 1:
         return _pick_among(plan, sel, retriever)
     discussed = plan.papers in ("previous", "focus", "positions", "named") or op == "number"
     if discussed:
         focus = sel.focus or [1]
-        body = compose.compose("followup", plan.query, hits, embedder, focus=focus,
+        body = extractive.compose("followup", plan.query, hits, embedder, focus=focus,
                                aspect=plan.aspect or ("results" if op == "number" else ""),
                                figures=op == "number")
         return Outcome(body, "describe" if op == "describe" else "followup", hits, about=focus,
                        prose=True, focused=True)
     kind = "describe" if op == "describe" else "lookup"
-    return Outcome(compose.compose(kind, plan.query, hits, embedder, aspect=plan.aspect,
+    return Outcome(extractive.compose(kind, plan.query, hits, embedder, aspect=plan.aspect,
                                    min_dense=MIN_DENSE), kind, hits, prose=True)
 
 
@@ -306,7 +306,7 @@ def _pick_among(plan: Plan, sel: Selection, retriever: Retriever) -> Outcome:
     hits = sel.hits
     asked = re.split(r"\b(?:rather\s+than|instead\s+of|but\s+not|except|excluding|other\s+than)\b",
                      plan.query, maxsplit=1, flags=re.I)[0]  # "VLMs rather than text-only LLMs"
-    wanted = question_terms(asked) - compose.GENERIC_TERMS
+    wanted = question_terms(asked) - extractive.GENERIC_TERMS
     terms = {h.id: set(query_terms(f"{h.paper.title} {h.paper.abstract}")) for h in hits}
     picking = {t for t in wanted
                if 0 < sum(t in terms[h.id] for h in hits) <= PICK_MAX_SHARE * len(hits)}

@@ -26,7 +26,7 @@ def resolve_refine(plan: Plan, history: Sequence[Turn], areas: Sequence[str] = (
     optimization?": the area changes, the decision stays). A new subject that is exactly one of
     ``areas`` (the index's primary areas) is that area's filter. Other plans are returned as
     they are."""
-    from rag.understand.areas import match_area
+    from rag.understand.area_words import match_area
     from rag.understand.rating_order import ascending
 
     if plan.op != "refine":

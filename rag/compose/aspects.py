@@ -51,7 +51,7 @@ def _themes(vecs: np.ndarray, n: int) -> list[int]:
 def _theme_label(papers, others) -> str:
     """A one-line header for a theme: the keywords its papers share most (at least 2 of them),
     else the words of their titles that the other themes' titles use least."""
-    from rag.understand.areas import fold
+    from rag.understand.area_words import fold
 
     kw = Counter(k for p in papers for k in dict.fromkeys(fold(normalise(x)) for x in p.keywords
                                                           if x.strip()))
@@ -77,14 +77,14 @@ def aspect_survey(aspect: str, query: str, hits: Sequence[Hit], embedder: Embedd
     role sentences. The sentences number the returned papers from 1. ``chosen``: the hits are
     papers the conversation chose (the previous answer's: "which benchmarks do they evaluate
     on?"), so every one is relevant, whatever the aspect question's own words match."""
-    from rag.compose import extractive as compose
+    from rag.compose import extractive
     from rag.compose import quotes, templates
     from rag.compose.grounding import embed_cached
     from rag.types import AnswerSentence
 
     cands = quotes.candidates(query, hits, embedder)
     relevant = list(range(1, len(hits) + 1)) if chosen else \
-        [1] + compose.relevant_others(hits, cands, {1}, min_dense)
+        [1] + extractive.relevant_others(hits, cands, {1}, min_dense)
     if len(relevant) < MIN_PAPERS:  # fewer relevant papers: the next best still count
         relevant += [n for n in range(1, len(hits) + 1) if n not in relevant][
             :MIN_PAPERS - len(relevant)]

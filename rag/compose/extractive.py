@@ -11,7 +11,7 @@ model call), then a body per answer kind (the plan's operation, :mod:`rag.chat.o
   paper that answer the question, in abstract order;
 * ``survey`` ("which papers / methods on X", "summarize"): one line per relevant paper, grouped
   when papers share a keyword (else an area);
-* ``compare``: the extractive table (:mod:`rag.compose.extractive` builds on :mod:`rag.compose.compare`), then the
+* ``compare``: the extractive table (built on :mod:`rag.compose.compare`), then the
   differences quoted from the table's "what sets it apart" cells;
 * ``followup``: the sentences of the paper(s) under discussion that answer the new question
   (after a comparison, both papers);

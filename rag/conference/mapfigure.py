@@ -1,6 +1,6 @@
 """The paper map of a conference (:func:`map_figure`), for the UI's Map view and ``paperchat map``,
 and that command's offline page (:func:`conference_html`: the map, the rating histogram of
-:mod:`rag.conference.histogram` and the per-area table of :mod:`rag.conference.areas`). What the
+:mod:`rag.conference.histogram` and the per-area table of :mod:`rag.conference.area_table`). What the
 figures share (escaping, hover titles, a paper's area and mean rating, the base layout) is
 :mod:`rag.conference.plotting`.
 
@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from rag.conference.areas import area_table
+from rag.conference.area_table import area_table
 from rag.conference.histogram import rating_histogram
 from rag.conference.plotting import (DIMMED_ROLE, FONT, HIGHLIGHT_COLOR, HIGHLIGHT_ROLE,
                                      _base_layout, _paper_list, area_of, esc, hover_title,
@@ -280,7 +280,7 @@ tr.pc-area-total td { font-weight: 600; border-top: 1px solid #999; }
 def standalone_html(figures: Sequence["go.Figure"], title: str, *, subtitle: str = "",
                     tables: Sequence[str] = ()) -> str:
     """One self-contained HTML page: ``title`` (escaped), ``subtitle`` (escaped), the figures,
-    then ``tables`` (HTML fragments, already escaped, such as :meth:`AreaTable.html`).
+    then ``tables`` (HTML fragments, already escaped, such as :meth:`rag.conference.area_table.AreaTable.html`).
 
     plotly.js is embedded inline once (``include_plotlyjs=True``: the copy inside the ``plotly``
     package, about 4.8 MB), MathJax is not included and nothing is loaded from a CDN, so the

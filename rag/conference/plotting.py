@@ -1,5 +1,5 @@
 """What the conference figures share (:mod:`rag.conference.mapfigure`,
-:mod:`rag.conference.histogram`, :mod:`rag.conference.areas`): text escaped for plotly, a
+:mod:`rag.conference.histogram`, :mod:`rag.conference.area_table`): text escaped for plotly, a
 paper's area and mean rating, hover titles, the base layout and font, and the colour and trace
 role of the answer's papers.
 """

@@ -54,7 +54,7 @@ def zfusion(dense: Ranking, lexical: Ranking, lexical_weight: float = 0.8,
 
 def put_named_first(fused: dict[str, float], named: list[str], bm25_top: list[str],
                     prf_top: list[str]) -> tuple[dict[str, float], dict]:
-    """``fused`` with the papers the question names (:meth:`Retriever.named`) above every other
+    """``fused`` with the papers the question names (:meth:`rag.retrieve.named.NamedPapers.named`) above every other
     paper, in fused order among themselves; returns it and the meta it adds (``named``). Not
     when every channel puts one paper first (the fused top is BM25's top ``bm25_top`` and the
     feedback dense channel's ``prf_top``) and the question does not name it: a name the question

@@ -3,7 +3,7 @@ decisions ("oral papers", "papers that were rejected", "among the orals") and th
 about a decision that are no filter ("is it an oral?"), rating thresholds ("rated 6 or higher",
 "7+", "drop anything below 5"), years ("in 2018"), authors ("papers by Yoshua Bengio") and a
 rating order ("highest-rated", "sorted by rating"). Area names are read by
-:mod:`rag.understand.areas`.
+:mod:`rag.understand.area_words`.
 """
 
 from __future__ import annotations

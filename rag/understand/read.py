@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Sequence
 
-from rag.understand import slots
+from rag.understand import rating_order, topics
 from rag.understand.names import NameIndex
 from rag.understand.plan import UNSURE_BELOW, Plan
 from rag.understand.turn_reader import TurnContext, TurnReader, TurnSlots, find_slots
@@ -70,7 +70,7 @@ def _describes(query: str) -> bool:
     """True when ``query`` has words that could describe a paper ("the protein one")."""
     from rag.backends.lexical import query_terms
 
-    return slots.has_topic(" ".join(t for t in query_terms(query) if t not in _POINTING))
+    return topics.has_topic(" ".join(t for t in query_terms(query) if t not in _POINTING))
 
 
 def compatible(papers: str, op: str, context: TurnContext, found: TurnSlots | None = None
@@ -93,7 +93,7 @@ def compatible(papers: str, op: str, context: TurnContext, found: TurnSlots | No
             _WHOLE_LIST.search(found.filters.question) and not found.refers_back and \
             not found.points_at_topic and \
             not found.filters.filters and not found.of_these and \
-            not slots.has_topic(_WHOLE_LIST.sub(" ", found.filters.query)):
+            not topics.has_topic(_WHOLE_LIST.sub(" ", found.filters.query)):
         return False  # "how many papers are in the whole index?" after a topic: the whole list
     if found is not None and found.of_these and context.has_previous and op == "refine":
         return False  # "of these, which ...": picks among them, not the question asked again
@@ -196,7 +196,7 @@ def assemble(text: str, papers: str, op: str, aspect: str, found: TurnSlots,
             n = found.count
             last = context.n_previous
             said = " ".join(text[a:b] for a, b in found.count_spans)
-            from_end = slots.ascending(text)
+            from_end = rating_order.ascending(text)
             if context.order == "rating_asc" and _BY_RATING.search(said):
                 from_end = not from_end  # "the best one" of a list shown worst first is its last
             plan.positions = (list(range(max(1, last - n + 1), last + 1))
@@ -236,12 +236,12 @@ def assemble(text: str, papers: str, op: str, aspect: str, found: TurnSlots,
             plan.names = list(dict.fromkeys(w for w, _, _ in found.names))
             plan.ids = ids
     elif op == "count" and papers == "search":
-        plan.topic = plan.query = slots.count_topic(query) or query  # what the rule counts
+        plan.topic = plan.query = topics.count_topic(query) or query  # what the rule counts
     elif papers == "search":
-        plan.topic = slots.topic_phrase(query)  # ("orals on X": "X", not "on X")
+        plan.topic = topics.topic_phrase(query)  # ("orals on X": "X", not "on X")
     if found.asks_status:
         plan.facts = ["status"]
-    if papers in ("focus", "positions", "named", "previous") and slots.asks_rating(text):
+    if papers in ("focus", "positions", "named", "previous") and rating_order.asks_rating(text):
         plan.facts = plan.facts + ["rating"]  # "what's its rating?": stated from the catalog
     if found.same_area and context.has_previous and not any(
             x.startswith("primary_area") for x in plan.filters):

@@ -11,10 +11,10 @@ This module reads the filters; the other slot families live beside it:
   the words that said them are taken out of the search query (the word "oral" would otherwise
   pull papers about oral speech). A word that is only a topic ("poster generation",
   "reinforcement learning" without "area") is never read as a filter. Their word patterns are
-  :mod:`rag.understand.filter_words`, the area names :mod:`rag.understand.areas`.
-* **Positions** (:func:`rag.understand.positions.positions`): "the second one", "[3]", "#2",
+  :mod:`rag.understand.filter_words`, the area names :mod:`rag.understand.area_words`.
+* **Positions** (:func:`rag.understand.position_words.positions`): "the second one", "[3]", "#2",
   "paper 4", "the last one", "the first two", "the top three".
-* **A number of papers** (:func:`rag.understand.positions.count_asked`): "top three", "the 5 best".
+* **A number of papers** (:func:`rag.understand.position_words.count_asked`): "top three", "the 5 best".
 * **Names** (:func:`rag.understand.mentions.name_words`): CamelCase, acronyms and names with
   digits ("StepORLM", "RFTHGS", "Llama3"); the retriever resolves them to papers.
 * **Comparison sides** (:func:`rag.understand.mentions.comparison_sides`): "how does A differ
@@ -22,9 +22,6 @@ This module reads the filters; the other slot families live beside it:
 * **A new subject** (:func:`rag.understand.topics.new_subject`): "And for vision transformers?".
 * **Direction** (:func:`rag.understand.rating_order.ascending`): "lowest rated", "worst".
 * **Another language** (:func:`foreign_share`).
-
-The slot readers :mod:`rag.understand.turn_reader` and :mod:`rag.understand.read` call as
-``slots.X`` are re-exported here.
 """
 
 from __future__ import annotations
@@ -35,22 +32,15 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from rag.filters import FilterError, Filters
-from rag.understand.areas import (_AREA, _AREA_END, _AREA_NAMED, _AREA_PAPERS, _IN_AREA,
-                                  _content_words, match_area)
+from rag.understand.area_words import (_AREA, _AREA_END, _AREA_NAMED, _AREA_PAPERS, _IN_AREA,
+                                       _content_words, match_area)
 from rag.understand.filter_words import (MAX_AUTHOR_CHARS, _AFTER_THRESHOLD, _AUTHOR,
                                          _AUTHOR_LOWER, _AUTHOR_OWNER, _BARE_RATING, _DROP_OPS,
                                          _DROP_RATING, _GOT_RATING, _ONLY_RATING, _OPS, _PLUS,
                                          _RATING, _RATING_AVERAGE, _RATING_WORD, _SIDED, _SORT,
                                          _STATUS_ASKED, _TIER_AFTER, _TIER_ALONE, _TIER_BEFORE,
                                          _TIER_PASSIVE, _TIER_WORD, _YEAR, _side)
-# re-exported: rag.understand.turn_reader and rag.understand.read read every slot as slots.X
-from rag.understand.mentions import comparison_sides, name_words, quoted  # noqa: F401
-from rag.understand.positions import (count_asked, of_these, pair, plural,  # noqa: F401
-                                      points_at_topic, positions, refers_back, same_area,
-                                      singular)
-from rag.understand.rating_order import (ascending, asks_only_rating, asks_rating,  # noqa: F401
-                                         asks_status, one_superlative, orders_by_rating)
-from rag.understand.topics import count_topic, has_topic, new_subject, topic_phrase  # noqa: F401
+from rag.understand.topics import has_topic
 
 
 #: Share of a question's letters outside the Latin script above which it is read as written in

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Sequence
 
 from rag.understand.turn_reader import (TURNS_DIR, TurnReader, catalog_names, labelled_turns, measured,
-                             scope_turns)
+                                        scope_turns)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

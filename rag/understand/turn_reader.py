@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
-from rag.understand import slots
+from rag.understand import mentions, position_words, rating_order, slots, topics
 from rag.understand.names import NameIndex
 from rag.understand.plan import ASPECTS, OPERATIONS, PAPERS
 
@@ -129,18 +129,18 @@ class TurnSlots:
     one_superlative: bool = False
     #: The turn asks for the decision of the papers it points at (:func:`rag.understand.rating_order.asks_status`).
     asks_status: bool = False
-    #: The turn speaks of two papers together ("both", "the two": :func:`rag.understand.positions.pair`).
+    #: The turn speaks of two papers together ("both", "the two": :func:`rag.understand.position_words.pair`).
     pair: bool = False
-    #: The turn restricts to the area of what came before (:func:`rag.understand.positions.same_area`).
+    #: The turn restricts to the area of what came before (:func:`rag.understand.position_words.same_area`).
     same_area: bool = False
     #: The turn picks among the previous answer's papers by naming the set ("of these":
-    #: :func:`rag.understand.positions.of_these`).
+    #: :func:`rag.understand.position_words.of_these`).
     of_these: bool = False
-    #: The turn points at something said before ("that", "them": :func:`rag.understand.positions.refers_back`).
+    #: The turn points at something said before ("that", "them": :func:`rag.understand.position_words.refers_back`).
     refers_back: bool = False
     #: The turn has a word that can ask for a rating order (:func:`rag.understand.rating_order.orders_by_rating`).
     orders_by_rating: bool = True
-    #: The turn points at the topic searched before (:func:`rag.understand.positions.points_at_topic`).
+    #: The turn points at the topic searched before (:func:`rag.understand.position_words.points_at_topic`).
     points_at_topic: bool = False
 
 
@@ -148,22 +148,22 @@ def find_slots(text: str, context: TurnContext, areas: Sequence[str],
                names: NameIndex) -> TurnSlots:
     """Every slot of ``text`` (see :class:`TurnSlots`); ``names`` are the index's paper names."""
     read = slots.read_filters(text, areas=areas)
-    pos, pos_spans = slots.positions(text, context.n_previous)
-    count, count_spans = slots.count_asked(text)
+    pos, pos_spans = position_words.positions(text, context.n_previous)
+    count, count_spans = position_words.count_asked(text)
     out = TurnSlots(read, pos, pos_spans, count, count_spans, names.find(text),
-                    slots.quoted(text), slots.name_words(text), slots.comparison_sides(text),
-                    slots.new_subject(text), slots.ascending(text))
-    out.has_topic = slots.has_topic(read.query)
-    out.plural = slots.plural(text)
-    out.singular = slots.singular(text)
-    out.one_superlative = slots.one_superlative(text)
-    out.asks_status = slots.asks_status(text)
-    out.pair = slots.pair(text)
-    out.same_area = slots.same_area(text)
-    out.of_these = slots.of_these(text)
-    out.refers_back = slots.refers_back(text)
-    out.orders_by_rating = slots.orders_by_rating(text)
-    out.points_at_topic = slots.points_at_topic(text)
+                    mentions.quoted(text), mentions.name_words(text), mentions.comparison_sides(text),
+                    topics.new_subject(text), rating_order.ascending(text))
+    out.has_topic = topics.has_topic(read.query)
+    out.plural = position_words.plural(text)
+    out.singular = position_words.singular(text)
+    out.one_superlative = rating_order.one_superlative(text)
+    out.asks_status = rating_order.asks_status(text)
+    out.pair = position_words.pair(text)
+    out.same_area = position_words.same_area(text)
+    out.of_these = position_words.of_these(text)
+    out.refers_back = position_words.refers_back(text)
+    out.orders_by_rating = rating_order.orders_by_rating(text)
+    out.points_at_topic = position_words.points_at_topic(text)
     return out
 
 
