@@ -216,6 +216,22 @@ def test_every_imported_name_exists_where_it_is_imported_from():
     assert not bad
 
 
+def test_private_names_stay_in_their_package():
+    """ARCHITECTURE.md, habit 16: ``_name`` is shared only by the modules of one package."""
+    out = []
+    for m, path in _modules().items():
+        package = m if path.name == "__init__.py" else m.rsplit(".", 1)[0]
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ImportFrom) and node.module and \
+                    node.module.split(".")[0] in PACKAGES:
+                source = node.module.rsplit(".", 1)[0] if node.module.count(".") else node.module
+                for a in node.names:
+                    if a.name.startswith("_") and not a.name.startswith("__") and \
+                            source != package and node.module != package:
+                        out.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.module}.{a.name}")
+    assert not out
+
+
 def test_no_import_cycle(graph):
     seen: dict[str, int] = {}  # 1: on the current path, 2: done
     cycles: list[list[str]] = []
