@@ -472,3 +472,17 @@ def test_bench_options_are_checked(argv, message, tmp_path, monkeypatch, capsys)
     monkeypatch.setenv("PAPERCHAT_HOME", str(tmp_path))
     assert main(argv) == 2
     assert message in capsys.readouterr().err
+
+
+def test_every_bench_command_names_a_benchmark_function():
+    """``paperchat bench WHAT`` runs ``bench_WHAT`` of the module :data:`BENCH_MODULES` names."""
+    import importlib
+
+    from rag.cli.parser import _parser
+    from rag.cli.reports import BENCH_MODULES
+
+    bench = next(a for a in _parser()._subparsers._group_actions[0].choices["bench"]._actions
+                 if a.dest == "what")
+    assert set(BENCH_MODULES) == set(bench.choices)
+    for what, module in BENCH_MODULES.items():
+        assert callable(getattr(importlib.import_module(f"rag.evaluate.{module}"), f"bench_{what}"))

@@ -94,9 +94,16 @@ def cmd_map(args) -> int:
     return 0
 
 
+#: The module of each ``paperchat bench`` benchmark (imported when that one runs).
+BENCH_MODULES = {"index": "bench_index", "layout": "bench_layout", "query": "bench_query",
+                 "answer": "bench_query"}
+
+
 def cmd_bench(args) -> int:
+    import importlib
+
     from rag.errors import PaperchatError
-    from rag.evaluate import bench, bench_index, bench_layout
+    from rag.evaluate import bench
 
     settings = _settings(args)
     if args.what != "index" and (args.papers is not None or args.rounds is not None):
@@ -110,7 +117,7 @@ def cmd_bench(args) -> int:
         if args.rounds < 1:
             raise PaperchatError(f"--rounds must be at least 1, not {args.rounds}")
         options["rounds"] = args.rounds
-    module = {"index": bench_index, "layout": bench_layout}.get(args.what, bench)  # query, answer
+    module = importlib.import_module(f"rag.evaluate.{BENCH_MODULES[args.what]}")
     result = getattr(module, f"bench_{args.what}")(settings, **options)
     print(json.dumps(result, indent=2) if args.json else bench.format_result(result))
     return 0

@@ -11,7 +11,6 @@ interleaved in one process), not runs on different days. The benchmarks live in
 
 from __future__ import annotations
 
-import importlib
 import json
 import resource
 import sys
@@ -50,15 +49,3 @@ def format_result(result: dict[str, Any], indent: int = 0) -> str:
             lines.append(f"{pad}{key}: {_format_value(value)}")
     return "\n".join(lines)
 
-
-def __getattr__(name: str):
-    """``bench_query`` and ``bench_answer`` live in :mod:`rag.evaluate.bench_query` (imported on use)."""
-    if name in ("bench_query", "bench_answer"):
-        try:
-            module = importlib.import_module("rag.evaluate.bench_query")
-        except ModuleNotFoundError as exc:
-            if exc.name != "rag.evaluate.bench_query":
-                raise
-            raise AttributeError(f"paperchat bench {name[6:]} is not available") from None
-        return getattr(module, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
