@@ -514,3 +514,38 @@ def test_real_model_answers_a_seed_question(real_settings, real_index, real_embe
         demo.close()
     assert chat[-1]["role"] == "assistant" and len(text(chat[-1])) > 20
     assert 'id="card-1"' in sources and CVRP in sources.split('id="card-2"')[0]
+
+
+#: Run in a fresh process: records the environment at the moment gradio is first imported.
+_ENV_AT_GRADIO = """
+import importlib.abc, json, os, sys
+seen = {}
+class Spy(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name == "gradio" and not seen:
+            seen.update(os.environ)
+        return None
+sys.meta_path.insert(0, Spy())
+import ui.%s
+print(json.dumps(seen))
+"""
+
+
+@pytest.mark.parametrize("module", ["app", "chat_tab", "controls", "export_panel", "map_tab",
+                                    "sources_tab"])
+def test_the_offline_switches_are_set_before_any_ui_module_imports_gradio(module):
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+    from rag.offline import OFFLINE_ENV
+
+    env = {k: v for k, v in os.environ.items() if k not in OFFLINE_ENV}
+    out = subprocess.run([sys.executable, "-c", _ENV_AT_GRADIO % module], env=env, cwd=ROOT,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    seen = json.loads(out.stdout.strip().splitlines()[-1])
+    assert seen, "gradio was never imported"
+    assert {k: seen.get(k) for k in OFFLINE_ENV} == OFFLINE_ENV

@@ -37,19 +37,15 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rag import offline
+import gradio as gr
 
-offline.enforce()  # before gradio is imported: no analytics, no hub
-
-import gradio as gr  # noqa: E402
-
-from rag.errors import PaperchatError  # noqa: E402
-from ui import cards, map_view, render, styles  # noqa: E402
-from ui.chat_tab import ChatHandlers, chat_listeners, chat_panel  # noqa: E402
-from ui.controls import ANY, MAX_FILTER_CHARS, _gr_error  # noqa: E402
-from ui.export_panel import ExportHandlers, export_panel  # noqa: E402
-from ui.map_tab import MapHandlers, map_listeners, map_panel  # noqa: E402
-from ui.sources_tab import SourcesHandlers, sources_panel  # noqa: E402
+from rag.errors import PaperchatError
+from ui import cards, map_view, render, styles
+from ui.chat_tab import ChatHandlers, chat_listeners, chat_panel
+from ui.controls import ANY, MAX_FILTER_CHARS, _gr_error
+from ui.export_panel import ExportHandlers, export_panel
+from ui.map_tab import MapHandlers, map_listeners, map_panel
+from ui.sources_tab import SourcesHandlers, sources_panel
 
 if TYPE_CHECKING:
     from rag.settings import Settings

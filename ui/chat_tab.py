@@ -21,15 +21,11 @@ import html
 import time
 from typing import Iterator
 
-from rag import offline
+import gradio as gr
 
-offline.enforce()  # before gradio is imported: no analytics, no hub
-
-import gradio as gr  # noqa: E402
-
-from rag.errors import PaperchatError  # noqa: E402
-from ui import cards, render  # noqa: E402
-from ui.controls import (ANY, LOG, STATUS_CHOICES, _filter_list, _gr_error,  # noqa: E402
+from rag.errors import PaperchatError
+from ui import cards, render
+from ui.controls import (ANY, LOG, STATUS_CHOICES, _filter_list, _gr_error,
                          area_choices, filters_for, mode_choices)
 
 

@@ -11,13 +11,9 @@ import html
 import logging
 from typing import TYPE_CHECKING
 
-from rag import offline
+import gradio as gr
 
-offline.enforce()  # before gradio is imported: no analytics, no hub
-
-import gradio as gr  # noqa: E402
-
-from rag.chat.answer import MODES  # noqa: E402
+from rag.chat.answer import MODES
 
 if TYPE_CHECKING:
     from rag.backends.seams import Retriever

@@ -6,11 +6,7 @@ of :class:`ui.app.ChatApp`).
 
 from __future__ import annotations
 
-from rag import offline
-
-offline.enforce()  # before gradio is imported: no analytics, no hub
-
-import gradio as gr  # noqa: E402
+import gradio as gr
 
 
 class ExportHandlers:

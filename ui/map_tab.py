@@ -22,16 +22,12 @@ import time
 import weakref
 from typing import TYPE_CHECKING, Iterator
 
-from rag import offline
+import gradio as gr
 
-offline.enforce()  # before gradio is imported: no analytics, no hub
-
-import gradio as gr  # noqa: E402
-
-from rag.errors import PaperchatError  # noqa: E402
-from ui import map_view  # noqa: E402
-from ui.controls import LOG, filters_for  # noqa: E402
-from ui.map_view import MAP_CLICK_JS  # noqa: E402
+from rag.errors import PaperchatError
+from ui import map_view
+from ui.controls import LOG, filters_for
+from ui.map_view import MAP_CLICK_JS
 
 if TYPE_CHECKING:
     from rag.backends.seams import Retriever

@@ -9,11 +9,7 @@ the Map tab then marks the neighbours, as it marks any answer's papers.
 
 from __future__ import annotations
 
-from rag import offline
-
-offline.enforce()  # before gradio is imported: no analytics, no hub
-
-import gradio as gr  # noqa: E402
+import gradio as gr
 
 
 #: Listens on the Sources panel (its cards are redrawn with each answer) and sends the paper id
