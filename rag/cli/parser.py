@@ -99,6 +99,10 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument("--checks", action="store_true",
                     help="the file holds questions with checks (tests/data/dev_conference.jsonl): "
                     "run the answer path and score them")
+    ev.add_argument("--topics", action="store_true",
+                    help="the file holds topics with their papers read by hand "
+                    "(tests/data/topics/): survey, terse and count questions through the whole "
+                    "answer path, and each retrieval channel alone")
     ev.add_argument("--answer-mode", default=None, choices=ANSWER_MODES,
                     help="the mode scored with --answers (default: settings, i.e. auto)")
     ev.add_argument("--model", default=None, help="GGUF file (default: bundled SmolLM2-135M)")

@@ -22,6 +22,13 @@ def cmd_eval(args) -> int:
         print(json.dumps(report, indent=2, ensure_ascii=False) if args.json
               else format_checks(report))
         return 0
+    if getattr(args, "topics", False):
+        from rag.evaluate.topics import format_topics, run_topic_eval
+
+        report = run_topic_eval(args.queries, settings, log=lambda m: print(m, file=sys.stderr))
+        print(json.dumps(report, indent=2, ensure_ascii=False) if args.json
+              else format_topics(report))
+        return 0
     if args.answers:
         from rag.evaluate.answers import format_answer_report, run_answer_eval
 
