@@ -55,8 +55,8 @@ def asks_status(text: str) -> bool:
 
 #: "from best to worst", "top to bottom", "highest first": the order named first is the start.
 _DESCENDING_FIRST = re.compile(r"\b(?:best|highest|top|most|strongest|greatest|descending|"
-                               r"decreasing)\b(?:[-\s]+\w+){0,2}?\s+(?:to|down\s+to|->|→|"
-                               r"first)\b", re.I)
+                               r"decreasing)\b(?:[-\s]+\w+){0,2}?\s*(?:\bto\b|\bdown\s+to\b|-+>|→|=>|"
+                               r"\bfirst\b)", re.I)
 #: "most low rated", "wrost", "least liked": low-end words, misspellings included.
 _ASCENDING_MORE = re.compile(r"\b(?:most\s+low|wo?rst|wrost|worse|lest|lowes)\b", re.I)
 
