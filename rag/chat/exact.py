@@ -62,12 +62,27 @@ def _count(plan: Plan, sel: Selection, retriever: Retriever) -> Outcome:
     hits = sel.hits
     if sel.searched and has_topic(plan.query):
         topic = plan.topic or plan.query
-        n = facets.topic_count(topic, retriever.papers, retriever.search_texts(), sel.filters)
         total = len(facets.matching(retriever.papers, sel.filters or None))
+        found = facets.topic_members(retriever, topic, sel.filters or None)
+        if found is not None and found.papers and not facets.broad(found):
+            listed = _as_hits(found.papers[:facets.LISTED])
+            cands = quotes.candidates(plan.query, listed, retriever.embedder)
+            body = [facets.members_head(found, sel.filters or None, total),
+                    heading(f"The {len(listed)} most likely on the topic:"
+                            if len(found.papers) > len(listed) else "All of them, most likely "
+                            "first:")]
+            body += [facets.rated_item(h, i, (cands[i] or [None])[0])
+                     for i, h in enumerate(listed, start=1)]
+            return Outcome(body, "count", listed, about=list(range(1, len(listed) + 1)))
+        n = facets.topic_count(topic, retriever.papers, retriever.search_texts(), sel.filters)
         cands = quotes.candidates(plan.query, hits, retriever.embedder)
         numbers = [1] + extractive.relevant_others(hits, cands, {1}, MIN_DENSE)
-        body = [facets.topic_count_head(topic, n, sel.filters or None, total),
-                heading("The most relevant papers found:")]
+        body = [facets.topic_count_head(topic, n, sel.filters or None, total)]
+        if found is not None and found.papers:
+            body.append(note(f"The relevance model scores only the few hundred papers nearest "
+                             f"the topic and counts {len(found.papers):,} of them as about it; "
+                             "for a topic this broad the phrase count is the better estimate."))
+        body.append(heading("The most relevant papers found:"))
         body += [facets.rated_item(hits[i - 1], i, (cands[i] or [None])[0]) for i in numbers]
         return Outcome(body, "count", hits)
     if sel.every is not None:
@@ -111,9 +126,17 @@ def _rated(plan: Plan, sel: Selection, retriever: Retriever) -> Outcome:
             head = (f"The {word} mean reviewer rating among {sel.scope}{rule} is "
                     f"{chosen[0].rating['mean']}")
             head += (f", shared by {len(chosen)} papers (a tie):" if ties else ":")
+        elif ties:  # "top 5 highest-rated": five, and the papers tied with the fifth said
+            at_cut = [p for p in chosen if p.rating["mean"] == cut]
+            inside = sum(1 for p in chosen[:n] if p.rating["mean"] == cut)
+            more = len(chosen) - n
+            head = (f"The {n} {word}-rated of {sel.scope}{rule} (by mean reviewer rating, ties "
+                    f"ordered by number of reviews). At the cut, {len(at_cut)} papers share "
+                    f"the rating {cut}: {inside} of them are shown and {more} more are tied "
+                    f"with them:")
+            chosen = chosen[:n]
         else:
-            head = (f"The {len(chosen)} {word}-rated of {sel.scope}{rule}"
-                    f"{' (ties at the cut included)' if ties else ''}:")
+            head = f"The {len(chosen)} {word}-rated of {sel.scope}{rule}:"
         # the papers asked for (and those tied with them), not the rest of the order: "best
         # one?" shows one paper
         chosen = chosen[:CATALOG_SHOWN]

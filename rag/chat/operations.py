@@ -43,7 +43,7 @@ from rag.compose.templates import direct, item, note
 from rag.filters import Filters
 from rag.types import Hit
 from rag.understand.plan import Plan
-from rag.understand.topics import has_topic
+from rag.understand.topics import has_topic, topic_phrase
 
 if TYPE_CHECKING:
     from rag.backends.seams import Retriever
@@ -83,6 +83,27 @@ NOTHING_BEFORE_NOTE = ("No earlier answer in this conversation showed papers, so
                        "to refer to here. Ask about a topic or name a paper.")
 
 
+def _topic_to_count(plan: Plan, source: str, prev, history: Sequence[Turn]):
+    """(topic, filters) a count of the previous answer's papers should count over the whole
+    index instead: the previous answer's searched topic ("how many such papers in total?"), or,
+    when the turn points at the topic in so many words ("on this topic", "such"), the last
+    searched topic of the conversation; None when the count is of the papers in hand."""
+    from rag.understand.position_words import points_at_topic
+
+    if prev is None:
+        return None
+    if source == "previous" and prev.kind != "count" and prev.matched_filters is None:
+        found = _searched_topic(prev)
+        if found is not None:
+            return found
+    if points_at_topic(plan.said or ""):
+        for turn in reversed(history):
+            found = _searched_topic(turn)
+            if found is not None:
+                return found
+    return None
+
+
 def select(plan: Plan, history: Sequence[Turn], retriever: Retriever, settings: Settings, *,
            k: int, filters: Filters | None = None, evidence: bool = True) -> Selection:
     """The papers ``plan`` is about (see the module docstring). ``filters`` are the caller's
@@ -104,13 +125,16 @@ def select(plan: Plan, history: Sequence[Turn], retriever: Retriever, settings: 
         prev is None or not prev.numbered and not prev.papers)
     if pointless:
         source = "search"  # nothing to refer back to: the turn's own words are the search
-    if plan.op == "count" and source == "previous" and not said and prev.kind != "count" and \
-            prev.matched_filters is None and (searched := _searched_topic(prev)):
+    if plan.op == "count" and source in ("previous", "focus") and not said and \
+            (searched := _topic_to_count(plan, source, prev, history)):
         # "how many such papers in total?" after a search on X: the papers on X in the whole
-        # index (a topic count, with the search's filters), not the 15 the answer showed
+        # index (a topic count, with the search's filters), not the 15 the answer showed; "how
+        # many papers on this topic are there?" after "compare the first two" of that search
+        # counts the topic too, not the two papers
         notes.append(note(f"{_showed(prev)}; this counts every paper of the index on its "
                           "topic."))
         topic, before = searched
+        topic = topic_phrase(topic) or topic
         plan.papers, plan.query, plan.topic = "search", topic, topic
         if before:
             plan.filters = list(dict.fromkeys(before.as_strings() + plan.filters))
@@ -233,6 +257,22 @@ def _decision(hit: Hit, n: int) -> str:
     return f"{p.title} [{n}] {said}{f' ({extra})' if extra else ''}."
 
 
+def _one_to_compare(plan: Plan, sel: Selection, retriever: Retriever) -> Outcome:
+    """"compare them" when the papers in hand are one ("which of these are orals?" left one):
+    said, and that paper's nearest papers offered instead (:func:`rag.chat.exact._similar`,
+    without the filters that left one)."""
+    from dataclasses import replace
+
+    from rag.filters import Filters
+
+    out = _similar(plan, replace(sel, filters=Filters()), retriever)
+    from rag.compose.templates import title
+
+    head = note(f"There is only one paper here ({title(sel.hits[0])}), so there is nothing to "
+                "compare it with; these are the papers nearest to it.")
+    return Outcome([head] + out.sentences, "similar", out.hits, about=out.about)
+
+
 def _run(plan: Plan, sel: Selection, retriever: Retriever, settings: Settings) -> Outcome:
     from rag.compose.refusal import MIN_DENSE
 
@@ -258,6 +298,8 @@ def _run(plan: Plan, sel: Selection, retriever: Retriever, settings: Settings) -
             body = extractive.compose("compare", plan.query, hits, embedder, comparison=table,
                                    min_dense=MIN_DENSE)
             return Outcome(body, "compare", hits, table, list(range(1, cols + 1)), True)
+        if len(hits) == 1 and not sel.searched:
+            return _one_to_compare(plan, sel, retriever)
         op = "describe"
     if plan.aspect and op in ("survey", "lookup") and (sel.searched or len(hits) > 1):
         from rag.compose.aspects import aspect_survey
@@ -286,8 +328,16 @@ def _run(plan: Plan, sel: Selection, retriever: Retriever, settings: Settings) -
         return Outcome(body, "describe" if op == "describe" else "followup", hits, about=focus,
                        prose=True, focused=True)
     kind = "describe" if op == "describe" else "lookup"
+    on_topic = None
+    if kind == "lookup" and sel.searched and len(hits) > 1:
+        from rag.retrieve.membership import membership
+
+        m = membership(retriever, plan.query)
+        if m is not None:  # "Also relevant:" lists only papers on the question's topic
+            on_topic = lambda h: m.prob(h.id) >= m.show  # noqa: E731
     return Outcome(extractive.compose(kind, plan.query, hits, embedder, aspect=plan.aspect,
-                                   min_dense=MIN_DENSE), kind, hits, prose=True)
+                                   min_dense=MIN_DENSE, on_topic=on_topic), kind, hits,
+                   prose=True)
 
 
 #: A term of the turn picks among the previous answer's papers when at most this share of them

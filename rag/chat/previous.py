@@ -20,7 +20,7 @@ from rag.filters import FilterError, Filters
 from rag.text import normalise
 from rag.types import Hit, Paper
 from rag.understand.plan import Plan
-from rag.understand.topics import has_topic
+from rag.understand.topics import has_topic, topic_phrase
 
 if TYPE_CHECKING:
     from rag.backends.seams import Retriever
@@ -129,14 +129,49 @@ def _searched_topic(prev: Turn) -> tuple[str, Filters | None] | None:
 
 
 def _counted_before(prev: Turn, retriever: Retriever) -> list[Paper]:
-    """Every paper a previous count of a topic counted (:func:`rag.conference.facets.topic_matches`: "34
-    papers contain the phrase ..."), best rated first; ``[]`` when it was no such count."""
+    """Every paper a previous count of a topic counted (:func:`rag.conference.facets.topic_members`,
+    by meaning, or :func:`rag.conference.facets.topic_matches` by phrase where no membership model
+    applies), best rated first; ``[]`` when it was no such count."""
     searched = _searched_topic(prev)
     if prev.kind != "count" or searched is None:
         return []
     topic, used = searched
+    found = facets.topic_members(retriever, topic, used)
+    if found is not None and found.papers:
+        return facets.by_rating(found.papers)
     return facets.by_rating(facets.topic_matches(topic, retriever.papers,
                                                  retriever.search_texts(), used))
+
+
+def _on_topic_instead(plan: Plan, prev: Turn, used: Filters, scope: str,
+                      retriever: Retriever, notes: list) -> Selection | None:
+    """"any orals?" when none of the previous answer's papers is one: the papers on its topic
+    that match, by the relevance model (:func:`rag.conference.facets.topic_members`: "none of
+    the 8 are orals; among the 11 papers on this topic, 2 are"), or that none does, never
+    papers off the topic. None when the previous answer searched no topic or no membership
+    model applies (the caller then searches the previous question again)."""
+    topic = topic_phrase(prev.standalone or prev.question or "")
+    if not has_topic(topic):
+        return None
+    every = facets.topic_members(retriever, topic, None)
+    if every is None or not every.papers:
+        return None
+    matching = [p for p in every.papers if used.matches(p)]
+    what = facets.describe(used)
+    rule = (f"by the relevance model, probability of being about “{topic}” at least "
+            f"{every.threshold:.2f}")
+    if not matching:
+        notes.append(note(f"None of {scope} matches {what}, and none of the {len(every.papers)} "
+                          f"papers on this topic does either ({rule})."))
+        return Selection([], standalone=_about(plan.said, []), filters=used, scope=scope,
+                         total=0, notes=notes, focus=[], exact=True, explained=True)
+    notes.append(note(f"None of {scope} matches {what}; among the {len(every.papers)} papers on "
+                      f"this topic ({rule}), {len(matching)} "
+                      f"{'does' if len(matching) == 1 else 'do'}:"))
+    hits = _as_hits(matching)
+    return Selection(hits, standalone=_about(plan.said, matching), filters=used,
+                     scope=f"the {len(every.papers)} papers on this topic", total=len(every.papers),
+                     notes=notes, focus=list(range(1, len(hits) + 1)))
 
 
 def _from_previous(plan: Plan, source: str, prev: Turn, used: Filters, retriever: Retriever,
@@ -194,6 +229,9 @@ def _from_previous(plan: Plan, source: str, prev: Turn, used: Filters, retriever
                          total=total, notes=notes, focus=[], exact=True)
     if used and not kept:
         what = facets.describe(used)
+        on_topic = _on_topic_instead(plan, prev, used, scope, retriever, notes)
+        if on_topic is not None:
+            return on_topic
         said_at = len(notes)
         # after the direct line ("19 of the most relevant papers on this topic match ..."):
         notes.append(note(f"None of {scope} matches {what}, so these come from a new search "

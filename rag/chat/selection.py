@@ -28,6 +28,9 @@ if TYPE_CHECKING:
 #: papers, a sort or an extreme on the 20 most relevant); others fetch ``k``.
 POOL = {"survey": 15, "sort": facets.RATED_POOL, "extreme": facets.RATED_POOL,
         "count": facets.LISTED, "list": facets.RATED_POOL, "cite": 5}
+#: Papers a survey without an aspect takes from the fused ranking, to order by their probability
+#: of being on the topic and cut (:func:`_on_topic_first`).
+RERANK_POOL = 50
 #: Papers a survey of one aspect searches, to find 8-15 whose abstracts state it.
 ASPECT_POOL = 30
 #: Papers a comparison of "the previous answer's papers" takes when the turn names no number
@@ -170,8 +173,14 @@ def _search(plan: Plan, history: Sequence[Turn], used: Filters, retriever: Retri
                 hits.append(h)
         top = max(max(r.dense.scores[:1], default=0.0) for r in side_res + [merged])
     else:
-        res = retriever.search(query, k=k, filters=used or None, evidence=False)
+        cut = plan.op == "survey" and not plan.aspect
+        res = retriever.search(query, k=max(k, RERANK_POOL) if cut else k,
+                               filters=used or None, evidence=False)
         hits, columns, top = res.hits, 0, max(res.dense.scores[:1], default=0.0)
+        if cut:
+            hits = _on_topic_first(query, hits, retriever, k, notes,
+                                   [*((res.meta or {}).get("named") or []), hits[0].id]
+                                   if hits else [])
     if first_turn and plan.said and plan.said != query and not sides:
         top = min(top, _said_top(plan.said, used, retriever))
     refused = is_out_of_corpus(query, hits, retriever, top_dense=top)
@@ -181,6 +190,34 @@ def _search(plan: Plan, history: Sequence[Turn], used: Filters, retriever: Retri
                      scope=f"the papers most relevant to “{query}”", total=len(hits),
                      notes=notes, columns=columns, top_dense=top, searched=True,
                      focus=list(range(1, columns + 1)) if columns else [1])
+
+
+def _on_topic_first(query: str, hits: list[Hit], retriever: Retriever, k: int,
+                    notes: list, pinned: Sequence[str] = ()) -> list[Hit]:
+    """A survey's papers: the fused top :data:`RERANK_POOL` ordered by their probability of
+    being on the topic (:mod:`rag.retrieve.membership`), those at or above its survey cut
+    (:attr:`rag.retrieve.membership.MembershipModel.show`) kept, at most ``k``, at least one;
+    when fewer than ``k`` pass, a note says how many and by what rule. ``hits`` unchanged (its
+    first ``k``) when no membership model applies (a fake retriever). The papers of
+    ``pinned`` (the ones the question names, and the fused first paper: the words themselves
+    rank it first) stay first, shown whatever their probability."""
+    from rag.retrieve.membership import membership
+
+    m = membership(retriever, query) if hits else None
+    if m is None:
+        return hits[:k]
+    pinned = set(pinned)
+    order = sorted(range(len(hits)), key=lambda i: (hits[i].id not in pinned,
+                                                    -m.prob(hits[i].id), i))
+    ranked = [hits[i] for i in order]
+    shown = [h for h in ranked if h.id in pinned or m.prob(h.id) >= m.show][:k] or ranked[:1]
+    if len(shown) < k:
+        n = len(shown)
+        notes.append(note(f"{'Only ' if n > 1 else ''}{n} of the {len(hits)} papers the search "
+                          f"ranked first {'is' if n == 1 else 'are'} on this topic by the "
+                          f"relevance model (probability of being about it at least "
+                          f"{m.show:.2f}), so {'it is' if n == 1 else 'these are'} shown."))
+    return shown
 
 
 def _said_top(said: str, used: Filters, retriever: Retriever) -> float:

@@ -103,7 +103,8 @@ def group_items(hits: Sequence[Hit], numbers: Sequence[int]) -> list[tuple[str, 
 
 def compose(kind: str, question: str, hits: Sequence[Hit], embedder: Embedder, *,
             focus: Sequence[int] = (1,), comparison=None, min_dense: float = 0.30,
-            aspect: str = "", figures: bool = False) -> list[AnswerSentence]:
+            aspect: str = "", figures: bool = False,
+            on_topic=None) -> list[AnswerSentence]:
     """The extractive answer's sentences for an answer of type ``kind`` (see :data:`KINDS`).
 
     Args:
@@ -118,12 +119,15 @@ def compose(kind: str, question: str, hits: Sequence[Hit], embedder: Embedder, *
         aspect: the part of the papers asked about (:data:`rag.understand.plan.ASPECTS`): its sentences
             are preferred (an approach, results, limitation, dataset or metric sentence).
         figures: the turn asks for a figure (a follow-up quotes sentences with numbers).
+        on_topic: ``Hit -> bool``, whether a paper is on the question's topic (the relevance
+            model, :mod:`rag.retrieve.membership`); a lookup lists as "also relevant" only those
+            for which it is true. None: every paper relevant by its sentences or cosine.
     Returns:
         Sentences, the direct answer first. Supports are not filled in (:func:`check` does).
     """
     return without_repeats(_compose(kind, question, hits, embedder, focus=focus,
                                     comparison=comparison, min_dense=min_dense, aspect=aspect,
-                                    figures=figures))
+                                    figures=figures, on_topic=on_topic))
 
 
 def without_repeats(sentences: list[AnswerSentence], n: int = 4, max_count: int = 2
@@ -148,7 +152,7 @@ def without_repeats(sentences: list[AnswerSentence], n: int = 4, max_count: int 
 
 
 def _compose(kind, question, hits, embedder: Embedder, *, focus, comparison, min_dense,
-             aspect: str = "", figures: bool = False):
+             aspect: str = "", figures: bool = False, on_topic=None):
     if not hits:
         return []
     if kind == "compare" and comparison is not None:
@@ -192,6 +196,8 @@ def _compose(kind, question, hits, embedder: Embedder, *, focus, comparison, min
     out = [direct(f"The closest match is {title(top)} [1].", [1])]
     out += [quote(c) for c in best_quotes(cands[1], LOOKUP_QUOTES)]
     others = relevant_others(hits, cands, {1}, min_dense)
+    if on_topic is not None:
+        others = [n for n in others if on_topic(hits[n - 1])]
     if others:
         out.append(heading("Also relevant:"))
         out += [item(hits[n - 1], n, (cands[n] or [None])[0]) for n in others]
@@ -213,11 +219,12 @@ def _survey(hits, cands, min_dense) -> list[AnswerSentence]:
 
 
 #: Stemmed words that ask for a paper to be described, or point at it, without asking about
-#: anything in it ("tell me more about the fourth one", "what is it about?", "explain [2]").
+#: anything in it ("tell me more about the fourth one", "what is it about?", "explain [2]",
+#: "what does it propose?": "does" stems to "doe").
 _DESCRIBE_ONLY = frozenset("tell me more about explain describ summar summari summaris overview "
                            "tldr tl dr gist idea say elabor detail deeper expand go dig one your "
                            "list ok okai pleas pl thank first second third fourth fifth sixth "
-                           "seventh eighth ninth tenth last latter former top bottom".split())
+                           "seventh eighth ninth tenth last latter former top bottom doe do did".split())
 
 
 def summary_quotes(cands: Sequence[Candidate]) -> list[Candidate]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from dataclasses import dataclass
 from typing import Sequence
 
 from rag.compose.templates import direct, heading, item, note
@@ -70,6 +71,61 @@ def topic_matches(topic: str, papers: dict[str, Paper], texts: dict[str, str],
     :func:`phrase_pattern`), among those ``filters`` admit, in the index's order."""
     pattern = phrase_pattern(topic)
     return [p for p in matching(papers, filters) if pattern.search(texts.get(p.id, ""))]
+
+
+@dataclass
+class TopicMembers:
+    """The papers counted as on a topic by the relevance model (:mod:`rag.retrieve.membership`),
+    among those the filters admit: ``papers`` best first (probability), ``expected`` the sum
+    of the probabilities (the expected number), ``threshold`` the rule's probability and
+    ``phrase`` how many contain the topic's phrase (:func:`topic_count`), said beside it."""
+
+    topic: str
+    papers: list[Paper]
+    expected: float
+    threshold: float
+    phrase: int
+
+
+def topic_members(retriever, topic: str, filters: Filters | None) -> TopicMembers | None:
+    """:class:`TopicMembers` of ``topic`` over the papers ``filters`` admit, or None when the
+    retriever has no membership model (a fake): callers then count the phrase."""
+    from rag.retrieve.membership import membership
+
+    m = membership(retriever, topic)
+    if m is None:
+        return None
+    allowed = {p.id for p in matching(retriever.papers, filters)} if filters else None
+    ids = [pid for pid in m.members(allowed) if pid in retriever.papers]
+    phrase = topic_count(topic, retriever.papers, retriever.search_texts(), filters)[0]
+    return TopicMembers(topic, [retriever.papers[i] for i in ids], m.expected(allowed),
+                        m.threshold, phrase)
+
+
+#: A topic whose phrase occurs in at least this many papers, and in more than
+#: :data:`BROAD_RATIO` times the papers the relevance model counts, is broader than the model's
+#: candidates (a few hundred papers nearest the topic) can hold ("reinforcement learning": 883
+#: papers contain the phrase): its count is the phrase count, the model's said beside it.
+BROAD_PHRASE = 100
+BROAD_RATIO = 2.0
+
+
+def broad(found: TopicMembers) -> bool:
+    """True when ``found``'s topic is too broad for the relevance model's count (see
+    :data:`BROAD_PHRASE`)."""
+    return found.phrase >= BROAD_PHRASE and found.phrase > BROAD_RATIO * len(found.papers)
+
+
+def members_head(found: TopicMembers, filters: Filters | None, total: int) -> AnswerSentence:
+    """The statement of a topic count by meaning, with its rule and the phrase count beside it."""
+    scope = f"the {total:,} papers matching {describe(filters)}" if filters else \
+        f"the {total:,} papers in this index"
+    n = len(found.papers)
+    return note(f"About {n:,} of {scope} are about “{found.topic}”: the relevance model "
+                f"gives each paper a probability of being about the topic, and {n:,} "
+                f"{'has' if n == 1 else 'have'} at least {found.threshold:.2f} (the "
+                f"probabilities add up to {found.expected:.0f}). By the words alone, "
+                f"{found.phrase:,} contain the phrase in their title, keywords or abstract.")
 
 
 def status_breakdown(papers: Sequence[Paper]) -> str:

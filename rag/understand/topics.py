@@ -81,15 +81,17 @@ _TRAILER = re.compile(r"\s*(?:(?:in|at|from)?\s*(?:this|the)\s+(?:index|list|cor
                       r"\s*[?.!]*\s*$", re.I)
 #: A preposition a topic was said with ("orals on diffusion language models" less its filter
 #: leaves "on diffusion language models"): not part of the topic's phrase.
-_TOPIC_LEAD = re.compile(r"^(?:about|on|regarding|concerning)\s+(?=\w)", re.I)
+_TOPIC_LEAD = re.compile(r"^(?:(?:(?:any|the|all|some)\s+)?(?:papers?|works?|research)\s+)?"
+                         r"(?:about|on|regarding|concerning)\s+(?=\w)", re.I)
 #: Words before the noun that point at the set, not at a topic ("of the papers", "these").
 _COUNT_SET = re.compile(r"^(?:(?:of|among)\s+)?(?:the|these|those|all|all\s+the)\s+", re.I)
 
 
 def topic_phrase(query: str) -> str:
-    """``query`` without a leading preposition (:data:`_TOPIC_LEAD`): "on diffusion language
-    models" -> "diffusion language models"."""
-    return _TOPIC_LEAD.sub("", query)
+    """``query`` without a leading preposition (:data:`_TOPIC_LEAD`) or a trailing question mark:
+    "on diffusion language models" and "papers on diffusion language models?" -> "diffusion
+    language models"."""
+    return _TOPIC_LEAD.sub("", query).rstrip(" ?.!")
 
 
 def count_topic(question: str) -> str:

@@ -1,0 +1,170 @@
+"""Fit the topic membership model (:mod:`rag.retrieve.membership`) and write
+``rag/retrieve/membership_weights.json``::
+
+    .venv/bin/python bench/train_membership.py            # fit on the tune file, report the measure file
+    .venv/bin/python bench/train_membership.py --dry-run  # the figures only, nothing written
+
+Data: an index of ``../shared/data/iclr2026_accepted.jsonl`` (``--index``, default ``accepted``;
+built first when missing) and the hand-labelled topics of ``tests/data/topics/``: the tune file
+(``topics_a.jsonl``, LLM, vision and RL topics) is fitted and its thresholds chosen; the measure
+file (``topics_b.jsonl``, science, theory, graphs, privacy, audio topics) is only reported. Each
+topic gives three examples, one per way it is asked (survey, terse, count), each read into a plan
+as the answer path reads it; a candidate's label is 1 when it is on the topic, 0 when not, and
+borderline papers are left out. Deterministic: lbfgs on the same data gives the same weights.
+
+Thresholds, chosen on the tune file over a grid of 0.05: the count threshold maximises the share
+of count questions whose count is within [0.67, 1.5]x the true number (ties: the one nearest
+0.5); the survey cut is the one with the highest on-topic share among the shown papers that costs
+at most :data:`RECALL_GIVEN` of recall@15 against showing the first 15 by probability.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+TOPICS = ROOT / "tests" / "data" / "topics"
+DATA = ROOT.parent / "shared" / "data" / "iclr2026_accepted.jsonl"
+#: The fused papers a survey orders and cuts (rag.chat.selection.RERANK_POOL).
+POOL = 50
+GRID = [round(x, 2) for x in np.arange(0.1, 0.91, 0.05)]
+#: The survey cut may cost at most this much recall@15 on the tune file (a cut that hides
+#: on-topic papers is worse than one that shows a few off-topic ones).
+RECALL_GIVEN = 0.005
+
+
+def examples(retriever, reader, path: Path) -> list[dict]:
+    """One example per topic and way of asking: its topic string as the plan reads it, the
+    candidates' features (:func:`rag.retrieve.membership.features`), labels (1, 0, -1 for
+    borderline) and the fused top :data:`POOL` ids."""
+    from rag.retrieve import membership as M
+    from rag.understand.read import understand
+    from rag.understand.topics import topic_phrase
+
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        t = json.loads(line)
+        on, border = set(t["on_topic"]), set(t.get("borderline") or [])
+        for form in ("survey", "terse", "count"):
+            if not t.get(form):
+                continue
+            plan = understand(t[form], [], retriever, reader)
+            topic = plan.query or t[form]
+            if form == "count":
+                topic = topic_phrase(plan.topic or plan.query) or t[form]
+            ids, x = M.candidates(retriever, topic)
+            y = np.array([1 if i in on else (-1 if i in border else 0) for i in ids])
+            fused = [h.id for h in retriever.search(topic, k=POOL, evidence=False).hits]
+            out.append({"topic_id": t.get("topic_id", ""), "form": form, "topic": topic,
+                        "ids": ids, "x": x, "y": y, "fused": fused,
+                        "on": on, "border": border})
+    return out
+
+
+def score(model, rows: list[dict], threshold: float, show: float) -> dict:
+    """Figures of ``model`` on ``rows``: ``count_within`` (count questions within [0.67, 1.5]x),
+    ``recall@15`` of the fused top 50 ordered by probability and of the ``shown`` papers (at or
+    above ``show``), ``shown_on_topic`` (pooled), ``prec@5`` of the shown papers, and the fused
+    order's own recall@15 and prec@5 for comparison."""
+    within, rec, shown_rec, fused_rec, p5, fused_p5 = [], [], [], [], [], []
+    on_n = judged = 0
+    for r in rows:
+        p = model.probabilities(r["x"])
+        on, border = r["on"], r["border"]
+        if r["form"] == "count":
+            within.append(0.67 <= (p >= threshold).sum() / len(on) <= 1.5)
+            continue
+        prob = dict(zip(r["ids"], p))
+        ranked = sorted(r["fused"], key=lambda i: -prob.get(i, 0.0))
+        k = min(len(on), 15)
+        shown = [i for i in ranked if prob.get(i, 0.0) >= show][:15] or ranked[:1]
+        rec.append(len(on & set(ranked[:15])) / k)
+        shown_rec.append(len(on & set(shown)) / k)
+        fused_rec.append(len(on & set(r["fused"][:15])) / k)
+        j = [i for i in shown if i not in border]
+        on_n += sum(i in on for i in j)
+        judged += len(j)
+        for src, acc in ((shown[:5], p5), (r["fused"][:5], fused_p5)):
+            j5 = [i for i in src if i not in border]
+            acc.append(sum(i in on for i in j5) / max(1, len(j5)))
+    return {"count_within": round(float(np.mean(within)), 3) if within else None,
+            "recall@15_reordered": round(float(np.mean(rec)), 3),
+            "recall@15_shown": round(float(np.mean(shown_rec)), 3),
+            "recall@15_fused": round(float(np.mean(fused_rec)), 3),
+            "shown_on_topic": round(on_n / judged, 3) if judged else None,
+            "prec@5_shown": round(float(np.mean(p5)), 3),
+            "prec@5_fused": round(float(np.mean(fused_p5)), 3)}
+
+
+def choose(model, rows: list[dict]) -> tuple[float, float]:
+    """(count threshold, survey cut) on ``rows`` (module docstring)."""
+    best_t = max(GRID, key=lambda t: (score(model, rows, t, 0.5)["count_within"], -abs(t - 0.5)))
+    full = score(model, rows, best_t, 0.0)["recall@15_reordered"]
+
+    def cut_value(s):
+        f = score(model, rows, best_t, s)
+        return f["recall@15_shown"] >= full - RECALL_GIVEN, f["shown_on_topic"], -s
+    return best_t, max([0.0] + GRID, key=cut_value)
+
+
+def main(argv=None) -> int:
+    from rag.retrieve import membership as M
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--index", default="accepted")
+    ap.add_argument("--tune", default=str(TOPICS / "topics_a.jsonl"))
+    ap.add_argument("--measure", default=str(TOPICS / "topics_b.jsonl"))
+    ap.add_argument("--c", type=float, default=1.0, help="inverse L2 strength")
+    ap.add_argument("--dry-run", action="store_true")
+    args = ap.parse_args(argv)
+
+    from index.reader import index_exists
+    from rag.backends.embedder import make_embedder
+    from rag.chat.answer import default_reader
+    from rag.retrieve.retriever import Retriever
+    from rag.settings import Settings
+
+    settings = Settings(index=args.index)
+    embedder = make_embedder(settings)
+    if not index_exists(settings, args.index):
+        if not DATA.is_file():
+            print(f"{DATA} is absent: the membership model is fitted on the accepted ICLR 2026 "
+                  "list (../shared/data)", file=sys.stderr)
+            return 2
+        from index.build import build_index
+
+        print(f"building index {args.index!r} from {DATA} ...", file=sys.stderr)
+        build_index(DATA, settings=settings, embedder=embedder, name=args.index)
+    retriever = Retriever.open(settings, embedder, args.index)
+    reader = default_reader(retriever, settings)
+    tune = examples(retriever, reader, Path(args.tune))
+    measure = examples(retriever, reader, Path(args.measure))
+    rows = [r["x"][r["y"] >= 0] for r in tune]
+    labels = [r["y"][r["y"] >= 0] for r in tune]
+    model = M.fit(rows, labels, c=args.c)
+    model.threshold, model.show = choose(model, tune)
+    model.figures = {"tune": {"file": Path(args.tune).name, "examples": len(tune),
+                              **score(model, tune, model.threshold, model.show)},
+                     "measure": {"file": Path(args.measure).name, "examples": len(measure),
+                                 **score(model, measure, model.threshold, model.show)},
+                     "c": args.c, "index": args.index, "papers": len(retriever.papers)}
+    print(json.dumps({"threshold": model.threshold, "show": model.show,
+                      "coef": dict(zip(model.names, np.round(model.coef, 3).tolist())),
+                      **model.figures}, indent=2))
+    if not args.dry_run:
+        M.WEIGHTS_FILE.write_text(json.dumps(model.to_json(), indent=1) + "\n", encoding="utf-8")
+        print(f"wrote {M.WEIGHTS_FILE}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,233 @@
+"""Topic membership by meaning: the probability that a paper is *about* a topic, for counts
+("how many papers are about X?"), filters ("which of these are about LLMs?") and the cut of a
+survey (show fewer than 15 when fewer are on topic).
+
+**Candidates** are the papers some channel of the hybrid search ranks for the topic
+(:meth:`rag.retrieve.retriever.Retriever.fusion_inputs`: the feedback dense ranking, BM25's top
+``lexical_candidates``, the top paper vectors); a paper none of them ranks is taken as off topic.
+
+**Features** (:data:`FEATURES`) are absolute, so one threshold holds across topics: cosines
+(best chunk, feedback query, paper vector), their distance below the topic's best paper, BM25 as
+a share of the topic's best BM25 score and as a z-score, and the idf-weighted share of the
+topic's BM25 terms the paper has (a compositional topic needs all its concepts).
+
+**Model**: logistic regression on standardised features (scikit-learn, fitted by
+``bench/train_membership.py`` on the tune half of ``tests/data/topics/``, papers
+read by hand; the measure half is reported). Its output is a probability, calibrated by the fit
+itself (logistic loss is a proper scoring rule), so the expected number of on-topic papers is
+the sum of the probabilities; the rule a count states is "probability >= threshold", the
+threshold chosen on the tune half. Scoring needs numpy only.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Sequence
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from rag.retrieve.fusion import Channels
+
+#: The shipped weights, written by ``bench/train_membership.py``.
+WEIGHTS_FILE = Path(__file__).resolve().parent / "membership_weights.json"
+
+#: Feature name -> what it is (per candidate paper of one topic).
+FEATURES = {
+    "dense": "best chunk's cosine to the topic (missing: the lowest dense candidate's)",
+    "prf": "best chunk's cosine to the feedback query (missing: the lowest candidate's)",
+    "paper": "paper vector's cosine to the topic",
+    "dense_gap": "dense minus the topic's best dense cosine",
+    "paper_gap": "paper minus the topic's best paper-vector cosine",
+    "bm25_share": "BM25 score over the topic's best BM25 score (0 when no paper has a term)",
+    "bm25_z": "z-score of the BM25 score over BM25's top papers",
+    "coverage": "share of the topic's BM25 terms the paper has, weighted by idf",
+    "all_terms": "1 when the paper has every BM25 term of the topic",
+    "head_coverage": "share of the topic's BM25 terms in the paper's title and keywords, "
+                     "weighted by idf",
+}
+
+
+def features(ch: Channels, head_present: np.ndarray | None = None) -> np.ndarray:
+    """The :data:`FEATURES` of every candidate of ``ch``: shape (len(ch), len(FEATURES))
+    float64, columns in :data:`FEATURES` order. ``head_present``: shape (n_terms, len(ch)) bool,
+    which of the topic's BM25 terms (``ch.term_df``'s order) each candidate's title or keywords
+    have (:func:`head_terms`); zeros when None."""
+    n = len(ch.ids)
+
+    def filled(values, pool):
+        if values is None:
+            return np.zeros(n)
+        low = float(np.nanmin(pool)) if pool is not None and len(pool) else 0.0
+        return np.where(np.isnan(values), low, values)
+
+    dense = filled(ch.dense, ch.dense_pool)
+    prf = filled(ch.prf, ch.prf_pool)
+    paper = filled(ch.paper, ch.paper_pool)
+    best_dense = float(np.max(dense)) if n else 0.0
+    best_paper = float(np.max(paper)) if n else 0.0
+    bm25 = np.asarray(ch.bm25, dtype=np.float64)
+    top = float(bm25.max()) if n else 0.0
+    share = bm25 / top if top > 0 else np.zeros(n)
+    pool = np.asarray(ch.bm25_pool, dtype=np.float64)
+    if len(pool) > 1 and pool.std() > 1e-9:
+        bz = (bm25 - pool.mean()) / pool.std()
+    else:
+        bz = np.zeros(n)
+    head = np.zeros(n)
+    if ch.term_df is not None and len(ch.term_df):
+        # idf as BM25 (Robertson & Zaragoza 2009, "The Probabilistic Relevance Framework")
+        idf = np.log((ch.n_docs - ch.term_df + 0.5) / (ch.term_df + 0.5) + 1.0)
+        total = max(float(idf.sum()), 1e-9)
+        cov = (idf[:, None] * ch.term_present).sum(0) / total
+        every = ch.term_present.all(0).astype(np.float64)
+        if head_present is not None and head_present.shape == ch.term_present.shape:
+            head = (idf[:, None] * head_present).sum(0) / total
+    else:
+        cov, every = np.zeros(n), np.zeros(n)
+    return np.stack([dense, prf, paper, dense - best_dense, paper - best_paper, share, bz,
+                     cov, every, head], axis=1)
+
+
+def head_terms(retriever, topic: str, ids: Sequence[str]) -> np.ndarray:
+    """Shape (n_terms, len(ids)) bool: which of ``topic``'s BM25 terms (in the order of
+    :meth:`rag.backends.lexical.LexicalIndex.term_rows`) each paper's title or keywords have.
+    Each paper's title-and-keyword terms are computed once per retriever and kept."""
+    from rag.backends.lexical import query_terms
+    from rag.text import normalise
+
+    terms = [t for t, _ in retriever.lexical.term_rows(normalise(topic))]
+    cache = getattr(retriever, "_head_terms", None)
+    if cache is None:
+        cache = retriever._head_terms = {}
+    out = np.zeros((len(terms), len(ids)), dtype=bool)
+    for j, pid in enumerate(ids):
+        have = cache.get(pid)
+        if have is None:
+            p = retriever.papers.get(pid)
+            text = f"{p.title} {' '.join(p.keywords)}" if p is not None else ""
+            have = cache[pid] = frozenset(query_terms(normalise(text)))
+        for i, t in enumerate(terms):
+            out[i, j] = t in have
+    return out
+
+
+def candidates(retriever, topic: str):
+    """``(ids, features)`` of ``topic``'s candidates (module docstring): the hybrid search's
+    channels (:meth:`rag.retrieve.retriever.Retriever.fusion_inputs`) and
+    :func:`head_terms`; features shape (len(ids), len(FEATURES))."""
+    ch = retriever.fusion_inputs(topic)
+    return ch.ids, features(ch, head_terms(retriever, topic, ch.ids))
+
+
+@dataclass
+class MembershipModel:
+    """A fitted membership model: ``p = sigmoid(((x - mean) / scale) @ coef + intercept)``.
+
+    ``threshold``: the probability at or above which a paper counts as on topic in a count or
+    a filter; ``show``: the one at or above which a survey shows a paper (both chosen on the
+    tune half of the labelled topics); ``figures``: what the fit measured, for the README."""
+
+    names: list[str]
+    mean: np.ndarray
+    scale: np.ndarray
+    coef: np.ndarray
+    intercept: float
+    threshold: float = 0.5
+    show: float = 0.5
+    figures: dict | None = None
+
+    def probabilities(self, x: np.ndarray) -> np.ndarray:
+        """Probability of being on topic for each row of ``x`` (shape (n, len(names))),
+        shape (n,) in [0, 1]."""
+        if not len(x):
+            return np.zeros(0)
+        z = ((x - self.mean) / self.scale) @ self.coef + self.intercept
+        return 1.0 / (1.0 + np.exp(-np.clip(z, -40, 40)))
+
+    def to_json(self) -> dict:
+        return {"names": self.names, "mean": self.mean.tolist(), "scale": self.scale.tolist(),
+                "coef": self.coef.tolist(), "intercept": self.intercept,
+                "threshold": self.threshold, "show": self.show, "figures": self.figures or {}}
+
+    @classmethod
+    def from_json(cls, d: dict) -> "MembershipModel":
+        """Raises ValueError when the file's features are not :data:`FEATURES`."""
+        if list(d["names"]) != list(FEATURES):
+            raise ValueError(f"membership weights name features {d['names']}, this code has "
+                             f"{list(FEATURES)}: refit with bench/train_membership.py")
+        return cls(list(d["names"]), np.asarray(d["mean"]), np.asarray(d["scale"]),
+                   np.asarray(d["coef"]), float(d["intercept"]), float(d["threshold"]),
+                   float(d.get("show", d["threshold"])), d.get("figures") or {})
+
+
+def fit(rows: Sequence[np.ndarray], labels: Sequence[np.ndarray], c: float = 1.0,
+        threshold: float = 0.5) -> MembershipModel:
+    """Fit a :class:`MembershipModel` on candidate feature rows (one (n_i, F) array per topic)
+    and their 0/1 labels (one (n_i,) array per topic). L2-regularised logistic regression
+    (scikit-learn ``LogisticRegression``, lbfgs, inverse strength ``c``) on standardised
+    features."""
+    from sklearn.linear_model import LogisticRegression
+
+    x = np.concatenate(rows)
+    y = np.concatenate(labels)
+    mean, scale = x.mean(0), x.std(0)
+    scale = np.where(scale > 1e-9, scale, 1.0)
+    lr = LogisticRegression(C=c, max_iter=2000).fit((x - mean) / scale, y)
+    return MembershipModel(list(FEATURES), mean, scale, lr.coef_[0].astype(np.float64),
+                           float(lr.intercept_[0]), threshold)
+
+
+@lru_cache(maxsize=1)
+def shipped() -> MembershipModel | None:
+    """The shipped model (:data:`WEIGHTS_FILE`), or None when there is none."""
+    if not WEIGHTS_FILE.is_file():
+        return None
+    return MembershipModel.from_json(json.loads(WEIGHTS_FILE.read_text(encoding="utf-8")))
+
+
+@dataclass
+class Membership:
+    """One topic's candidates with their probability of being on topic, best first.
+
+    ``ids`` and ``probs`` (shape (n,)) are in descending probability; ``threshold`` and
+    ``show`` are the model's. :meth:`members` are the papers counted as on topic."""
+
+    topic: str
+    ids: list[str]
+    probs: np.ndarray
+    threshold: float
+    show: float
+
+    def members(self, allowed: set[str] | None = None) -> list[str]:
+        """Ids with probability >= threshold (among ``allowed`` when given), best first."""
+        return [pid for pid, p in zip(self.ids, self.probs)
+                if p >= self.threshold and (allowed is None or pid in allowed)]
+
+    def expected(self, allowed: set[str] | None = None) -> float:
+        """The expected number of on-topic papers: the sum of the probabilities."""
+        return float(sum(p for pid, p in zip(self.ids, self.probs)
+                         if allowed is None or pid in allowed))
+
+    def prob(self, paper_id: str) -> float:
+        """A paper's probability (0 for a paper no channel ranked)."""
+        if not hasattr(self, "_by_id"):
+            self._by_id = dict(zip(self.ids, self.probs.tolist()))
+        return self._by_id.get(paper_id, 0.0)
+
+
+def membership(retriever, topic: str, model: MembershipModel | None = None) -> Membership | None:
+    """Score every candidate of ``topic`` (see the module docstring); None when no model is
+    shipped or the retriever has no fusion inputs (a fake)."""
+    model = model or shipped()
+    inputs = getattr(retriever, "fusion_inputs", None)
+    if model is None or inputs is None:
+        return None
+    ids, x = candidates(retriever, topic)
+    probs = model.probabilities(x)
+    order = np.argsort(-probs, kind="stable")
+    return Membership(topic, [ids[i] for i in order], probs[order], model.threshold,
+                      model.show)
