@@ -15,7 +15,9 @@ borderline papers are left out. Deterministic: lbfgs on the same data gives the 
 Thresholds, chosen on the tune file over a grid of 0.05: the count threshold maximises the share
 of count questions whose count is within [0.67, 1.5]x the true number (ties: the one nearest
 0.5); the survey cut is the one with the highest on-topic share among the shown papers that costs
-at most :data:`RECALL_GIVEN` of recall@15 against showing the first 15 by probability.
+at most :data:`RECALL_GIVEN` of recall@15 against showing the first 15 by probability; the blend
+of probability and fused rank a survey orders by (:data:`BLENDS`) maximises the survey questions'
+shown-recall@15 (ties: the larger blend).
 """
 
 from __future__ import annotations
@@ -38,6 +40,8 @@ GRID = [round(x, 2) for x in np.arange(0.1, 0.91, 0.05)]
 #: The survey cut may cost at most this much recall@15 on the tune file (a cut that hides
 #: on-topic papers is worse than one that shows a few off-topic ones).
 RECALL_GIVEN = 0.005
+#: Blends of probability and fused rank a survey may order by (1: probability alone).
+BLENDS = (0.0, 0.3, 0.5, 0.7, 0.85, 1.0)
 
 
 def examples(retriever, reader, path: Path) -> list[dict]:
@@ -70,7 +74,7 @@ def examples(retriever, reader, path: Path) -> list[dict]:
     return out
 
 
-def score(model, rows: list[dict], threshold: float, show: float) -> dict:
+def score(model, rows: list[dict], threshold: float, show: float, blend: float = 1.0) -> dict:
     """Figures of ``model`` on ``rows``: ``count_within`` (count questions within [0.67, 1.5]x),
     ``recall@15`` of the fused top 50 ordered by probability and of the ``shown`` papers (at or
     above ``show``), ``shown_on_topic`` (pooled), ``prec@5`` of the shown papers, and the fused
@@ -84,9 +88,14 @@ def score(model, rows: list[dict], threshold: float, show: float) -> dict:
             within.append(0.67 <= (p >= threshold).sum() / len(on) <= 1.5)
             continue
         prob = dict(zip(r["ids"], p))
-        ranked = sorted(r["fused"], key=lambda i: -prob.get(i, 0.0))
+        fused, n = r["fused"], len(r["fused"])
+        # as a survey orders them (rag.chat.selection._on_topic_first): the fused first paper
+        # stays first, the rest by the blend of probability and fused rank
+        key = {i: blend * prob.get(i, 0.0) + (1 - blend) * (1 - j / max(n, 1))
+               for j, i in enumerate(fused)}
+        ranked = fused[:1] + sorted(fused[1:], key=lambda i: -key[i])
         k = min(len(on), 15)
-        shown = [i for i in ranked if prob.get(i, 0.0) >= show][:15] or ranked[:1]
+        shown = [i for j, i in enumerate(ranked) if j == 0 or prob.get(i, 0.0) >= show][:15]
         rec.append(len(on & set(ranked[:15])) / k)
         shown_rec.append(len(on & set(shown)) / k)
         fused_rec.append(len(on & set(r["fused"][:15])) / k)
@@ -105,15 +114,18 @@ def score(model, rows: list[dict], threshold: float, show: float) -> dict:
             "prec@5_fused": round(float(np.mean(fused_p5)), 3)}
 
 
-def choose(model, rows: list[dict]) -> tuple[float, float]:
-    """(count threshold, survey cut) on ``rows`` (module docstring)."""
+def choose(model, rows: list[dict]) -> tuple[float, float, float]:
+    """(count threshold, survey cut, blend) on ``rows`` (module docstring)."""
     best_t = max(GRID, key=lambda t: (score(model, rows, t, 0.5)["count_within"], -abs(t - 0.5)))
     full = score(model, rows, best_t, 0.0)["recall@15_reordered"]
 
     def cut_value(s):
         f = score(model, rows, best_t, s)
         return f["recall@15_shown"] >= full - RECALL_GIVEN, f["shown_on_topic"], -s
-    return best_t, max([0.0] + GRID, key=cut_value)
+    cut = max([0.0] + GRID, key=cut_value)
+    surveys = [r for r in rows if r["form"] == "survey"]
+    blend = max(BLENDS, key=lambda b: (score(model, surveys, best_t, cut, b)["recall@15_shown"], b))
+    return best_t, cut, blend
 
 
 def main(argv=None) -> int:
@@ -151,13 +163,14 @@ def main(argv=None) -> int:
     rows = [r["x"][r["y"] >= 0] for r in tune]
     labels = [r["y"][r["y"] >= 0] for r in tune]
     model = M.fit(rows, labels, c=args.c)
-    model.threshold, model.show = choose(model, tune)
+    model.threshold, model.show, model.blend = choose(model, tune)
+    args_ = (model.threshold, model.show, model.blend)
     model.figures = {"tune": {"file": Path(args.tune).name, "examples": len(tune),
-                              **score(model, tune, model.threshold, model.show)},
+                              **score(model, tune, *args_)},
                      "measure": {"file": Path(args.measure).name, "examples": len(measure),
-                                 **score(model, measure, model.threshold, model.show)},
+                                 **score(model, measure, *args_)},
                      "c": args.c, "index": args.index, "papers": len(retriever.papers)}
-    print(json.dumps({"threshold": model.threshold, "show": model.show,
+    print(json.dumps({"threshold": model.threshold, "show": model.show, "blend": model.blend,
                       "coef": dict(zip(model.names, np.round(model.coef, 3).tolist())),
                       **model.figures}, indent=2))
     if not args.dry_run:

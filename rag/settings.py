@@ -73,6 +73,10 @@ class Settings(BaseSettings):
         "learned", description="How the channels are fused (rag.retrieve.retriever.Retriever.search): "
         "'learned' scores candidates with the weights of rag/retrieve/fusion_weights.json (rag.retrieve.fusion, "
         "trained by bench/train_fusion.py); 'fixed' is z(dense) + lexical_weight * z(bm25).")
+    topic_membership: bool = Field(True, description="Topic membership by meaning "
+                                   "(rag.retrieve.membership): counts of a topic, a survey's "
+                                   "order and cut, and the fallback of a filter that leaves none "
+                                   "use the relevance model; off: the phrase rule and fused order.")
     feedback_papers: int = Field(2, ge=0, le=20, description="Pseudo-relevance feedback: the "
                                  "top fused papers whose vectors move the query (0 = off; see "
                                  "rag.retrieve.retriever.Retriever.search).")

@@ -148,12 +148,14 @@ def _on_topic_instead(plan: Plan, prev: Turn, used: Filters, scope: str,
     """"any orals?" when none of the previous answer's papers is one: the papers on its topic
     that match, by the relevance model (:func:`rag.conference.facets.topic_members`: "none of
     the 8 are orals; among the 11 papers on this topic, 2 are"), or that none does, never
-    papers off the topic. None when the previous answer searched no topic or no membership
-    model applies (the caller then searches the previous question again)."""
-    topic = topic_phrase(prev.standalone or prev.question or "")
+    papers off the topic. None when the previous answer was no search of a topic
+    (:func:`_searched_topic`) or no membership model applies (the caller then searches the
+    previous question again)."""
+    searched = _searched_topic(prev)
+    topic = topic_phrase(searched[0]) if searched else ""
     if not has_topic(topic):
         return None
-    every = facets.topic_members(retriever, topic, None)
+    every = facets.topic_members(retriever, topic, searched[1])
     if every is None or not every.papers:
         return None
     matching = [p for p in every.papers if used.matches(p)]

@@ -195,7 +195,8 @@ def _search(plan: Plan, history: Sequence[Turn], used: Filters, retriever: Retri
 def _on_topic_first(query: str, hits: list[Hit], retriever: Retriever, k: int,
                     notes: list, pinned: Sequence[str] = ()) -> list[Hit]:
     """A survey's papers: the fused top :data:`RERANK_POOL` ordered by their probability of
-    being on the topic (:mod:`rag.retrieve.membership`), those at or above its survey cut
+    being on the topic blended with their fused rank
+    (:meth:`rag.retrieve.membership.Membership.order_key`), those at or above its survey cut
     (:attr:`rag.retrieve.membership.MembershipModel.show`) kept, at most ``k``, at least one;
     when fewer than ``k`` pass, a note says how many and by what rule. ``hits`` unchanged (its
     first ``k``) when no membership model applies (a fake retriever). The papers of
@@ -207,8 +208,9 @@ def _on_topic_first(query: str, hits: list[Hit], retriever: Retriever, k: int,
     if m is None:
         return hits[:k]
     pinned = set(pinned)
-    order = sorted(range(len(hits)), key=lambda i: (hits[i].id not in pinned,
-                                                    -m.prob(hits[i].id), i))
+    n = len(hits)
+    order = sorted(range(n), key=lambda i: (hits[i].id not in pinned,
+                                            -m.order_key(m.prob(hits[i].id), i, n), i))
     ranked = [hits[i] for i in order]
     shown = [h for h in ranked if h.id in pinned or m.prob(h.id) >= m.show][:k] or ranked[:1]
     if len(shown) < k:

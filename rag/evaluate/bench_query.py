@@ -170,3 +170,52 @@ def bench_answer(settings: Settings, question: str | None = None, runs: int = 5)
             "first_text_ms_all": [round(x, 1) for x in times[mode].get("first_token", [])],
         }
     return result
+
+
+#: Topic surveys timed by :func:`bench_survey` (compositional topics said as people ask; none is
+#: a labelled topic of tests/data/topics/).
+SURVEY_QUESTIONS = (
+    "Which papers study scaling laws for data mixtures?",
+    "papers on 2-bit quantization of LLMs",
+    "equivariant networks for molecules",
+    "What work is there on federated fine-tuning of foundation models?",
+    "papers on watermarking images of diffusion models",
+    "reward hacking in RLHF",
+    "Which papers use graph neural networks for combinatorial optimization?",
+    "differentially private synthetic data",
+)
+
+
+def bench_survey(settings: Settings, runs: int = 3) -> dict:
+    """Whole-answer time of a topic survey (extractive mode, the answer the user reads), with
+    topic membership (:mod:`rag.retrieve.membership`: ordering the fused top 50 and the cut) and
+    without it (the fused top 15: the baseline), interleaved question by question in one process
+    after a warm-up, ``runs`` rounds over :data:`SURVEY_QUESTIONS`. Times in ms; the ratio is
+    with / without, medians."""
+    from rag.chat.answer import answer
+    from rag.chat.pipeline import Pipeline
+    from rag.cpu import cpu_features
+
+    pipe = Pipeline(settings)
+    kwargs = dict(retriever=pipe.retriever, generator=pipe.generator, settings=settings,
+                  mode="extractive")
+    live = pipe.retriever.settings
+    times: dict[bool, list[float]] = {True: [], False: []}
+    for on in (True, False):
+        live.topic_membership = on
+        answer(WARM_UP_QUESTION, **kwargs)
+    for _ in range(runs):
+        for q in SURVEY_QUESTIONS:
+            for on in (True, False):
+                live.topic_membership = on
+                t0 = time.perf_counter()
+                answer(q, **kwargs)
+                times[on].append((time.perf_counter() - t0) * 1000)
+    live.topic_membership = True
+    with_m, without = statistics.median(times[True]), statistics.median(times[False])
+    return {"bench": "survey", "index": pipe.retriever.name, "papers": len(pipe.retriever),
+            "questions": len(SURVEY_QUESTIONS), "runs": runs, "cpu": cpu_features(),
+            "with_membership_ms_median": round(with_m, 1),
+            "fused_top15_ms_median": round(without, 1),
+            "ratio_with_over_without": round(with_m / without, 3) if without else None,
+            "with_membership_ms_p90": round(sorted(times[True])[int(0.9 * len(times[True]))], 1)}

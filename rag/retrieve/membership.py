@@ -128,8 +128,10 @@ class MembershipModel:
     """A fitted membership model: ``p = sigmoid(((x - mean) / scale) @ coef + intercept)``.
 
     ``threshold``: the probability at or above which a paper counts as on topic in a count or
-    a filter; ``show``: the one at or above which a survey shows a paper (both chosen on the
-    tune half of the labelled topics); ``figures``: what the fit measured, for the README."""
+    a filter; ``show``: the one at or above which a survey shows a paper; ``blend``: the weight
+    of the probability against the fused rank when a survey orders its papers
+    (:meth:`Membership.order_key`; all three chosen on the tune half of the labelled topics);
+    ``figures``: what the fit measured, for the README."""
 
     names: list[str]
     mean: np.ndarray
@@ -138,6 +140,7 @@ class MembershipModel:
     intercept: float
     threshold: float = 0.5
     show: float = 0.5
+    blend: float = 1.0
     figures: dict | None = None
 
     def probabilities(self, x: np.ndarray) -> np.ndarray:
@@ -151,7 +154,8 @@ class MembershipModel:
     def to_json(self) -> dict:
         return {"names": self.names, "mean": self.mean.tolist(), "scale": self.scale.tolist(),
                 "coef": self.coef.tolist(), "intercept": self.intercept,
-                "threshold": self.threshold, "show": self.show, "figures": self.figures or {}}
+                "threshold": self.threshold, "show": self.show, "blend": self.blend,
+                "figures": self.figures or {}}
 
     @classmethod
     def from_json(cls, d: dict) -> "MembershipModel":
@@ -161,7 +165,8 @@ class MembershipModel:
                              f"{list(FEATURES)}: refit with bench/train_membership.py")
         return cls(list(d["names"]), np.asarray(d["mean"]), np.asarray(d["scale"]),
                    np.asarray(d["coef"]), float(d["intercept"]), float(d["threshold"]),
-                   float(d.get("show", d["threshold"])), d.get("figures") or {})
+                   float(d.get("show", d["threshold"])), float(d.get("blend", 1.0)),
+                   d.get("figures") or {})
 
 
 def fit(rows: Sequence[np.ndarray], labels: Sequence[np.ndarray], c: float = 1.0,
@@ -201,6 +206,12 @@ class Membership:
     probs: np.ndarray
     threshold: float
     show: float
+    blend: float = 1.0
+
+    def order_key(self, prob: float, rank: int, n: int) -> float:
+        """A survey's sort key for a paper of probability ``prob`` at 0-based ``rank`` of ``n``
+        fused papers, higher first: ``blend * prob + (1 - blend) * (1 - rank / n)``."""
+        return self.blend * prob + (1.0 - self.blend) * (1.0 - rank / max(n, 1))
 
     def members(self, allowed: set[str] | None = None) -> list[str]:
         """Ids with probability >= threshold (among ``allowed`` when given), best first."""
@@ -221,7 +232,11 @@ class Membership:
 
 def membership(retriever, topic: str, model: MembershipModel | None = None) -> Membership | None:
     """Score every candidate of ``topic`` (see the module docstring); None when no model is
-    shipped or the retriever has no fusion inputs (a fake)."""
+    shipped, the retriever has no fusion inputs (a fake) or its settings turn membership off
+    (``topic_membership``)."""
+    settings = getattr(retriever, "settings", None)
+    if settings is not None and not getattr(settings, "topic_membership", True):
+        return None
     model = model or shipped()
     inputs = getattr(retriever, "fusion_inputs", None)
     if model is None or inputs is None:
@@ -230,4 +245,4 @@ def membership(retriever, topic: str, model: MembershipModel | None = None) -> M
     probs = model.probabilities(x)
     order = np.argsort(-probs, kind="stable")
     return Membership(topic, [ids[i] for i in order], probs[order], model.threshold,
-                      model.show)
+                      model.show, model.blend)
