@@ -320,6 +320,27 @@ def test_checks_fail_when_the_answer_is_wrong():
                        "hits_rating_min": False, "filters": True, "kind": True, "refused": True}
 
 
+def test_year_and_venue_checks_and_a_count_that_skips_the_index_years():
+    from dataclasses import replace
+
+    from rag.evaluate.checks import check_answer
+
+    old = replace(_paper("x"), year=2018, venue="ICLR 2018")
+    new = replace(_paper("y"), year=2026, venue="ICLR 2026")
+    ans = Answer("q", "q", "ICLR 2018 had 23 orals, against 224 in 2026.", [], [Hit(old, 1.0)],
+                 kind="count")
+    results = dict((n, ok) for n, ok, _ in check_answer(
+        {"count": 23, "hits_year": 2018, "hits_venue": "iclr 2018"}, ans,
+        years={2018, 2026}))
+    assert results == {"count": True, "hits_year": True, "hits_venue": True}
+    # without the index's years the first number is the year itself
+    assert not dict((n, ok) for n, ok, _ in check_answer({"count": 23}, ans))["count"]
+    mixed = Answer("q", "q", "2 papers.", [], [Hit(old, 1.0), Hit(new, 0.5)], kind="list")
+    results = dict((n, ok) for n, ok, _ in check_answer(
+        {"hits_year": 2018, "hits_venue": "ICLR 2018"}, mixed, years={2018, 2026}))
+    assert results == {"hits_year": False, "hits_venue": False}
+
+
 def test_a_malformed_checks_line_is_named(tmp_path):
     from rag.errors import PaperchatError
     from rag.evaluate.checks import load_checks

@@ -6,11 +6,13 @@ Line format: ``{"qid", "category", "question", "turns": null | [earlier turns], 
 
 * ``top1``: [ids] the first hit is one of them; ``in_top5``: [ids] one of them is in the top 5;
 * ``refused``: bool;
-* ``count``: int, the first number the answer states; ``count_between``: [lo, hi];
+* ``count``: int, the first number the answer states that is not one of the index's years ("ICLR
+  2018 had 23 orals" counts 23); ``count_between``: [lo, hi], the same number;
 * ``filters``: [str] each is in ``filters_applied``; ``no_filters``: true, none applied;
 * ``hits_status``: a status word (``oral``, ``reject`` ...) every hit's decision has;
   ``hits_area``: the primary area of every hit; ``hits_rating_min``: every hit's mean rating
-  is at least this; ``hits_rating_max``: at most this;
+  is at least this; ``hits_rating_max``: at most this; ``hits_year``: the year every hit has;
+  ``hits_venue``: a word every hit's venue has ("ICLR 2018", case-insensitive);
 * ``sorted_by_rating``: true, the hits' mean ratings never increase (unrated last);
 * ``no_hits``: true; ``kind``: the answer's kind;
 * ``text_has``: [str] each occurs in the answer text (case-insensitive);
@@ -49,9 +51,14 @@ def load_checks(path: str | Path) -> list[dict]:
                         "a check object with 'question' and a non-empty 'expect'")
 
 
-def _first_number(text: str) -> int | None:
-    m = re.search(r"\b(\d[\d,]*)\b", text)
-    return int(m.group(1).replace(",", "")) if m else None
+def _first_number(text: str, years: frozenset[int] | set[int] = frozenset()) -> int | None:
+    """The first whole number of ``text`` that is not one of ``years`` (commas read as
+    thousands separators), or None."""
+    for m in re.finditer(r"\b(\d[\d,]*)\b", text):
+        n = int(m.group(1).replace(",", ""))
+        if n not in years:
+            return n
+    return None
 
 
 def bibtex_ids(text: str) -> list[str]:
@@ -68,9 +75,11 @@ def bibtex_ids(text: str) -> list[str]:
     return found
 
 
-def check_answer(expect: dict, ans, previous=None) -> list[tuple[str, bool, str]]:
+def check_answer(expect: dict, ans, previous=None,
+                 years: frozenset[int] | set[int] = frozenset()) -> list[tuple[str, bool, str]]:
     """``(check name, passed, what was seen)`` for each check of ``expect`` on ``ans`` (an
-    :class:`rag.types.Answer`); ``previous`` is the answer of the turn before (or None)."""
+    :class:`rag.types.Answer`); ``previous`` is the answer of the turn before (or None);
+    ``years`` are the index's years, which ``count`` skips."""
     ids = [h.id for h in ans.hits]
     before = [h.id for h in previous.hits] if previous is not None else []
     out: list[tuple[str, bool, str]] = []
@@ -86,9 +95,10 @@ def check_answer(expect: dict, ans, previous=None) -> list[tuple[str, bool, str]
         elif name == "refused":
             add(name, ans.refused == want, ans.refused)
         elif name == "count":
-            add(name, _first_number(ans.text) == want, _first_number(ans.text))
+            n = _first_number(ans.text, years)
+            add(name, n == want, n)
         elif name == "count_between":
-            n = _first_number(ans.text)
+            n = _first_number(ans.text, years)
             add(name, n is not None and want[0] <= n <= want[1], n)
         elif name == "filters":
             add(name, set(want) <= set(ans.filters_applied), ans.filters_applied)
@@ -99,6 +109,13 @@ def check_answer(expect: dict, ans, previous=None) -> list[tuple[str, bool, str]
             ok = all(t == want or (want == "accept" and is_accepted(h.paper.status))
                      for t, h in zip(tiers, ans.hits))
             add(name, ans.hits and ok, tiers)
+        elif name == "hits_year":
+            add(name, ans.hits and all(h.paper.year == want for h in ans.hits),
+                sorted({h.paper.year or 0 for h in ans.hits}))
+        elif name == "hits_venue":
+            add(name, ans.hits and all(str(want).lower() in (h.paper.venue or "").lower()
+                                       for h in ans.hits),
+                sorted({h.paper.venue for h in ans.hits}))
         elif name == "hits_area":
             add(name, ans.hits and all(h.paper.primary_area == want for h in ans.hits),
                 sorted({h.paper.primary_area for h in ans.hits}))
@@ -163,6 +180,7 @@ def run_checks(path: str | Path, settings: Settings, *, pipeline=None,
 
     rows = load_checks(path)
     pipe = pipeline or Pipeline(settings)
+    years = frozenset(p.year for p in pipe.retriever.papers.values() if p.year)
     by_cat: dict[str, dict[str, int]] = {}
     failures = []
     for q in rows:
@@ -174,7 +192,7 @@ def run_checks(path: str | Path, settings: Settings, *, pipeline=None,
         ans = answer(q["question"], retriever=pipe.retriever, generator=pipe.generator,
                      settings=settings, history=history)
         cat = by_cat.setdefault(q.get("category", "other"), {"checks": 0, "passed": 0})
-        for name, ok, seen in check_answer(q["expect"], ans, prev):
+        for name, ok, seen in check_answer(q["expect"], ans, prev, years):
             cat["checks"] += 1
             cat["passed"] += ok
             if not ok:
