@@ -36,7 +36,13 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
 
     ix = sub.add_parser("index", help="build or update an index from a paper list")
-    ix.add_argument("path", help="paper list: JSONL, Paper Copilot JSON, OpenReview v2 JSON or CSV")
+    ix.add_argument("path", nargs="+", help="paper list(s): JSONL, Paper Copilot JSON, OpenReview "
+                    "v2 JSON or CSV; several lists go into one index, each paper keeping its "
+                    "venue and year")
+    ix.add_argument("--venue", default=None, help="the venue of the papers whose list names none "
+                    "(by a field or its file name), e.g. 'ICLR 2018'")
+    ix.add_argument("--year", type=int, default=None, help="the year of the papers whose list "
+                    "names none")
     ix.add_argument("--name", default=None, help="index name (default: 'default')")
     from index.sources import FORMATS
 
