@@ -111,8 +111,15 @@ def test_count_question_counts_from_the_catalog_in_every_mode(mode, real_index, 
     texts = [" ".join([r["title"], *r["keywords"], r["abstract"]]).lower() for r in rows]
     want = sum(1 for t in texts if re.search(r"reinforcement[\s-]+learning", t))
     assert 0 < want < len(rows)
-    assert ans.text.startswith(f"{want} of the {len(rows)} papers in this index contain the phrase")
-    assert "title, keywords or abstract" in ans.sentences[0].text
+    # by meaning (rag.retrieve.membership): the rule stated, the phrase count beside it
+    m = re.match(rf"About (\d+) of the {len(rows)} papers in this index are about "
+                 "“reinforcement learning”", ans.text)
+    assert m and 1 <= int(m.group(1)) <= len(ans.hits), ans.text[:200]
+    assert f"By the words alone, {want} contain the phrase" in ans.sentences[0].text
+    # papers that use or study reinforcement learning, read by hand from the seed abstracts:
+    # RFTHGS (RL fine-tuning), job-shop scheduling by deep RL, GRPO on- vs off-policy, UCT
+    rl = {"aITKXFeivk", "YAgOaYedLQ", "XXfOf22o3K", "Zk0zZMSAYc"}
+    assert ans.hits and {h.id for h in ans.hits} <= rl
     assert_clean(ans)
 
 
