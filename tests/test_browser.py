@@ -276,10 +276,15 @@ def test_xss_corpus_shows_payloads_as_text(watched, home, tmp_path):
         assert injected == {"xss": "undefined", "imgs": 0, "handlers": 0, "svgs": 0,
                             "scripts": 0, "links": []}
 
-        # the same titles as BibTeX in the chat: a code block shows them as text
+        # the same titles as BibTeX in the chat: a code block shows them as text. Every paper
+        # of the list is listed first (the question above shows only the two on its topic,
+        # and after it "list all the papers" lists those two)
         from index.sources import load_papers
         from rag.conference.export import bibtex
 
+        page.goto(server.url)  # a new conversation, whose first turn lists the whole index
+        watched.ask("list all the papers")
+        assert len(page.query_selector_all("#pc-sources button.pc-more-like")) == 4
         listed = {p.id: p for p in load_papers(data).papers}
         cited = [listed[b.get_attribute("data-paper")]
                  for b in page.query_selector_all("#pc-sources button.pc-more-like")]
