@@ -88,11 +88,12 @@ def test_the_model_round_trips_and_refuses_other_features():
     from rag.retrieve.membership import FEATURES, MembershipModel
 
     m = MembershipModel(list(FEATURES), np.zeros(len(FEATURES)), np.ones(len(FEATURES)),
-                        np.arange(len(FEATURES), dtype=float), -1.0, 0.3, 0.2, {"x": 1})
+                        np.arange(len(FEATURES), dtype=float), -1.0, threshold=0.3, show=0.2,
+                        blend=0.5, figures={"x": 1})
     again = MembershipModel.from_json(json.loads(json.dumps(m.to_json())))
     x = np.eye(len(FEATURES))
     assert np.allclose(again.probabilities(x), m.probabilities(x))
-    assert (again.threshold, again.show) == (0.3, 0.2)
+    assert (again.threshold, again.show, again.blend, again.figures) == (0.3, 0.2, 0.5, {"x": 1})
     # p = sigmoid(x @ coef + intercept): the first row is sigmoid(0 - 1)
     assert m.probabilities(x)[0] == pytest.approx(1 / (1 + np.exp(1.0)))
     bad = m.to_json() | {"names": ["dense"]}
@@ -100,10 +101,13 @@ def test_the_model_round_trips_and_refuses_other_features():
         MembershipModel.from_json(bad)
 
 
-def test_membership_members_expected_and_prob():
+def test_membership_members_expected_prob_and_order_key():
     from rag.retrieve.membership import Membership
 
-    m = Membership("t", ["a", "b", "c"], np.array([0.9, 0.4, 0.1]), 0.3, 0.2)
+    m = Membership("t", ["a", "b", "c"], np.array([0.9, 0.4, 0.1]), 0.3, 0.2, blend=0.5)
+    # blend * p + (1 - blend) * (1 - rank / n)
+    assert m.order_key(0.4, 0, 50) == pytest.approx(0.7)
+    assert m.order_key(0.9, 25, 50) == pytest.approx(0.7)
     assert m.members() == ["a", "b"]
     assert m.members({"b", "c"}) == ["b"]
     assert m.expected() == pytest.approx(1.4) and m.expected({"c"}) == pytest.approx(0.1)
@@ -200,6 +204,21 @@ def test_topic_phrase(query, topic):
     assert topic_phrase(query) == topic
 
 
+@pytest.mark.parametrize("query,topic", [
+    ("Which papers study federated learning with differential privacy?",
+     "federated learning with differential privacy"),
+    ("What work is there on foundation models pretrained on EEG?",
+     "foundation models pretrained on EEG"),
+    ("Papers proposing estimators for treatment effects?", "estimators for treatment effects"),
+    ("Which papers are about diffusion policies?", "diffusion policies"),
+    ("papers on KV cache compression", "KV cache compression"),
+    ("reward hacking in RLHF", "reward hacking in RLHF")])
+def test_survey_topic_is_the_question_less_its_frame(query, topic):
+    from rag.understand.topics import survey_topic
+
+    assert survey_topic(query) == topic
+
+
 # --- real models on the seed corpus -----------------------------------------------------------
 @pytest.mark.integration
 def test_membership_on_the_seed_corpus(real_index):
@@ -269,6 +288,12 @@ def test_conversations_of_the_issue(accepted):
     # "top 5 highest-rated papers" gives 5 and states the ties at the cut (it listed 19)
     top = _ask(accepted, "top 5 highest-rated papers")[0]
     assert len(top.hits) == 5 and "tied" in top.text
+    # "Top 3 highest rated" after an unsorted list: its 3 best-rated, not [1]-[3] re-sorted
+    survey, top3 = _ask(accepted, "papers on KV cache compression", "Top 3 highest rated")
+    rated = sorted(((h.paper.rating or {}).get("mean", -1) for h in survey.hits), reverse=True)
+    got = [(h.paper.rating or {}).get("mean", -1) for h in top3.hits]
+    assert len(got) >= 3 and min(got) >= rated[2] and {h.id for h in top3.hits} <= \
+        {h.id for h in survey.hits}
     # "sort em best reviewed -> worst" sorts descending
     ans = _ask(accepted, "papers on KV cache compression", "sort em best reviewed -> worst")[-1]
     means = [(h.paper.rating or {}).get("mean", -1) for h in ans.hits]
@@ -277,7 +302,11 @@ def test_conversations_of_the_issue(accepted):
     *_, count = _ask(accepted, "papers on KV cache compression", "compare the first two",
                      "how many papers on this topic are there?")
     assert count.kind == "count" and first_number(count.text) > 5
-    assert "KV cache compression" in count.text
+    assert "“KV cache compression”" in count.text
+    # after a survey asked as a question, the count names the topic, not the question
+    *_, count = _ask(accepted, "Which papers study federated learning with differential privacy?",
+                     "how many papers on this topic overall?")
+    assert "“federated learning with differential privacy”" in count.text
     # "compare them" after a filter that left one paper says so and offers its neighbours
     *_, one = _ask(accepted, "papers on hallucination in vision-language models",
                    "which of these are orals?", "compare them")

@@ -43,7 +43,7 @@ from rag.compose.templates import direct, item, note
 from rag.filters import Filters
 from rag.types import Hit
 from rag.understand.plan import Plan
-from rag.understand.topics import has_topic, topic_phrase
+from rag.understand.topics import has_topic, survey_topic
 
 if TYPE_CHECKING:
     from rag.backends.seams import Retriever
@@ -134,7 +134,7 @@ def select(plan: Plan, history: Sequence[Turn], retriever: Retriever, settings: 
         notes.append(note(f"{_showed(prev)}; this counts every paper of the index on its "
                           "topic."))
         topic, before = searched
-        topic = topic_phrase(topic) or topic
+        topic = survey_topic(topic) or topic
         plan.papers, plan.query, plan.topic = "search", topic, topic
         if before:
             plan.filters = list(dict.fromkeys(before.as_strings() + plan.filters))

@@ -20,7 +20,7 @@ from rag.filters import FilterError, Filters
 from rag.text import normalise
 from rag.types import Hit, Paper
 from rag.understand.plan import Plan
-from rag.understand.topics import has_topic, topic_phrase
+from rag.understand.topics import has_topic, survey_topic
 
 if TYPE_CHECKING:
     from rag.backends.seams import Retriever
@@ -152,7 +152,7 @@ def _on_topic_instead(plan: Plan, prev: Turn, used: Filters, scope: str,
     (:func:`_searched_topic`) or no membership model applies (the caller then searches the
     previous question again)."""
     searched = _searched_topic(prev)
-    topic = topic_phrase(searched[0]) if searched else ""
+    topic = survey_topic(searched[0]) if searched else ""
     if not has_topic(topic):
         return None
     every = facets.topic_members(retriever, topic, searched[1])

@@ -101,6 +101,10 @@ def compatible(papers: str, op: str, context: TurnContext, found: TurnSlots | No
         return False  # "was it an oral?" asks a fact of the papers in hand
     if papers == "catalog" and op in _ONE_PAPER_OPS:
         return False
+    if found is not None and papers == "positions" and not found.positions and found.count \
+            and not context.order and _BY_RATING_ORDER.search(found.filters.question) \
+            and not _BY_PLACE.search(found.filters.question):
+        return False  # "top 3 highest rated" of an unsorted list: by rating, not [1]-[3]
     if found is not None and found.points_at_topic and context.has_previous and \
             (papers == "catalog" or papers == "search" and op == "count"):
         return False  # "how many such papers overall?": the topic before, not the whole list
@@ -116,6 +120,11 @@ def compatible(papers: str, op: str, context: TurnContext, found: TurnSlots | No
 _WHICH = re.compile(r"\bwhich\b", re.I)
 #: A count said by rating ("the best one", "worst 3"), not by place ("the first two", "top 3").
 _BY_RATING = re.compile(r"\b(?:best|worst|highest|lowest|strongest|weakest)\b", re.I)
+#: "highest rated", "best-reviewed", "top-scored": a rating order said in so many words.
+_BY_RATING_ORDER = re.compile(r"\b(?:best|worst|highest|lowest|top|bottom)[-\s]+(?:rated|ranked|"
+                              r"scored|scoring|reviewed|rating)\b", re.I)
+#: Words that pick papers by place ("the first five", "among [2] and [4]").
+_BY_PLACE = re.compile(r"\b(?:first|last|second|third|among|of\s+the)\b|[#\[]\d", re.I)
 #: Words that ask about the whole index rather than the papers in hand.
 _WHOLE_LIST = re.compile(r"\b(?:whole|entire|index|conference|iclr|corpus|overall)\b", re.I)
 #: "survey of methods for X - A vs B vs C": a survey asked for in so many words.

@@ -94,6 +94,25 @@ def topic_phrase(query: str) -> str:
     return _TOPIC_LEAD.sub("", query).rstrip(" ?.!")
 
 
+#: The frame of a survey question around its topic ("Which papers study X?", "What work is there
+#: on X?", "Find papers that use X", "papers proposing X").
+_SURVEY_FRAME = re.compile(
+    r"^\W*(?:(?:which|what)\s+(?:papers?|works?|research|studies)\s+(?:(?:are|is)\s+)?"
+    r"(?:\w+ly\s+)?(?:stud(?:y|ies)|propos(?:e|es)|address(?:es)?|us(?:e|es)|tackl(?:e|es)|"
+    r"explor(?:e|es)|investigat(?:e|es)|analy[sz](?:e|es)|improv(?:e|es)|do|deal\s+with|"
+    r"focus\s+on|about|on)\s+|what\s+(?:work|research|papers?)\s+(?:is|are)\s+there\s+"
+    r"(?:on|about)\s+|(?:find|show|list|give)\s+(?:me\s+)?(?:(?:the|some|all)\s+)?"
+    r"(?:papers?|work)\s+(?:that\s+\w+|on|about)\s+|papers?\s+(?:proposing|studying|using)\s+)",
+    re.I)
+
+
+def survey_topic(query: str) -> str:
+    """The topic of a survey question, its frame and leading preposition taken off ("Which
+    papers study scaling laws for data mixtures?" -> "scaling laws for data mixtures"), for an
+    answer that names the topic; ``query`` itself (less a trailing "?") when it has no frame."""
+    return topic_phrase(_SURVEY_FRAME.sub("", query).strip()) or topic_phrase(query)
+
+
 def count_topic(question: str) -> str:
     """The topic of a count question: its words between "how many" and "papers" and after
     "papers are about", before "in this index?" ("How many papers are about reinforcement
