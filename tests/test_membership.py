@@ -345,3 +345,12 @@ def test_topic_counts_on_the_measure_file_beat_the_phrase_rule(accepted):
         n = first_number(ans.text)
         within += n is not None and lo <= n / len(r["on_topic"]) <= hi
     assert within >= 10, within
+
+
+def test_one_paper_of_the_previous_answer_is_said_in_the_singular():
+    from rag.understand.plan import Plan
+
+    assert Plan(papers="previous", ids=["x"]).source_text() == \
+        "the one paper of the previous answer"
+    assert Plan(papers="previous", ids=["x", "y"]).source_text() == \
+        "2 papers from the previous answer"

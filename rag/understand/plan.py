@@ -117,6 +117,8 @@ class Plan:
             return f"a new search on {self.topic}" if self.topic else "a new search"
         if self.papers == "previous":
             count = len(self.ids) if self.ids else n_previous
+            if count == 1:
+                return "the one paper of the previous answer"
             return (f"{count} papers from the previous answer" if count
                     else "the papers of the previous answer")
         if self.papers == "focus":
