@@ -73,7 +73,10 @@ def test_how_many_such_papers_after_a_search_counts_its_topic_in_the_whole_list(
                         + r"(?!\w)")
     n = sum(1 for p in _seed() if phrase.search(" ".join(
         [p["title"], " ".join(p.get("keywords") or []), p["abstract"]]).lower()))
-    assert ans.text.startswith(f"{n} of the 19 papers in this index contain the phrase")
+    # counted by meaning (rag.retrieve.membership), the phrase count stated beside it
+    assert re.match(r"About \d+ of the 19 papers in this index are about “optimization”",
+                    ans.text), ans.text[:200]
+    assert f"By the words alone, {n} contain the phrase" in ans.text
     assert f"The previous answer showed {len(first.hits)} papers" in ans.text
 
 
@@ -163,6 +166,11 @@ def accepted_ask(accepted_index, real_embedder, real_generator):
                      settings=settings, history=list(history), mode="extractive")
         return ans, list(history) + [turn_after(ans)]
 
+    def best_cosine(text):
+        return max(pipe.retriever.search(text, k=50, evidence=False).dense.scores[:1],
+                   default=0.0)
+
+    run.best_cosine = best_cosine
     return run
 
 
@@ -418,7 +426,9 @@ def test_a_question_in_words_no_abstract_uses_is_refused_and_a_typo_is_not(accep
     for question in ("any good sourdough starter hydration tips?",
                      "papers on astrology based prediction of election outcomes?"):
         ans, _ = accepted_ask(question)
-        top = max(h.dense for h in ans.hits) if ans.hits else 0.0
+        # the search's best chunk cosine (a survey shows only the papers on its topic, so the
+        # best shown card may be under it)
+        top = accepted_ask.best_cosine(ans.standalone_question) if ans.hits else 0.0
         assert ans.refused, (question, top)
         assert top >= MIN_DENSE or not ans.hits  # refused by the unseen word, not the old rule
     ans, _ = accepted_ask("mitigating halucination in vision language models")  # a typo
@@ -647,22 +657,28 @@ def test_the_same_but_for_another_area_after_a_pick_is_that_area(accepted_ask):
 @pytest.mark.slow
 def test_how_many_of_those_after_a_topic_count_counts_all_it_counted(accepted_ask):
     """"how many of those are orals?" after "how many papers about X?" counts among every
-    paper the first count counted (34), not the 10 it showed; the expected figures come from
-    the data file with a plain regex of the phrase (plural, as asked)."""
+    paper the first count counted, not the 10 it showed. The first count is by meaning
+    (rag.retrieve.membership); the phrase count it states beside it comes from the data file
+    with a plain regex of the phrase (plural, as asked), and the orals from the file's status
+    of the papers counted."""
     import re
 
     phrase = re.compile(r"diffusion[- ]language[- ]models", re.I)
     texts = {p["id"]: " ".join([p["title"], *(p.get("keywords") or []), p["abstract"]])
              for p in _accepted()}
-    counted = [p for p in _accepted() if phrase.search(texts[p["id"]])]
-    orals = [p for p in counted if "oral" in p["status"].lower()]
+    by_phrase = [p for p in _accepted() if phrase.search(texts[p["id"]])]
     first, history = accepted_ask("how many papers about diffusion language models?")
-    assert first.kind == "count" and first.text.startswith(f"{len(counted)} of the")
-    assert len(first.hits) < len(counted)
+    m = re.match(r"About (\d+) of the ", first.text)
+    assert first.kind == "count" and m, first.text[:200]
+    counted = int(m.group(1))
+    assert f"By the words alone, {len(by_phrase)} contain the phrase" in first.text
+    assert len(first.hits) < counted
+    status = {p["id"]: p["status"] for p in _accepted()}
     ans, _ = accepted_ask("how many of those are orals", history)
     assert ans.kind == "count"
-    assert ans.text.startswith(f"{len(orals)} of the {len(counted)} papers")
-    assert sorted(h.id for h in ans.hits) == sorted(p["id"] for p in orals)
+    orals = [h.id for h in ans.hits]
+    assert all("oral" in status[i].lower() for i in orals)
+    assert ans.text.startswith(f"{len(orals)} of the {counted} papers"), ans.text[:200]
 
 
 @pytest.mark.slow
