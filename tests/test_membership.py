@@ -129,10 +129,10 @@ def test_the_shipped_weights_were_fitted_on_the_tune_file_and_measured_on_the_ot
 def test_a_broad_topic_keeps_the_phrase_count():
     from rag.conference.facets import TopicMembers, broad
 
-    few = TopicMembers("rl", [object()] * 22, 30.0, 0.25, 883)
+    few = TopicMembers("rl", [object()] * 22, 30.0, 0.25, (883, 120))
     assert broad(few)
-    assert not broad(TopicMembers("kv", [object()] * 23, 19.0, 0.25, 11))
-    assert not broad(TopicMembers("x", [object()] * 60, 19.0, 0.25, 110))
+    assert not broad(TopicMembers("kv", [object()] * 23, 19.0, 0.25, (11, 3)))
+    assert not broad(TopicMembers("x", [object()] * 60, 19.0, 0.25, (110, 20)))
 
 
 # --- the labelled topics ----------------------------------------------------------------------

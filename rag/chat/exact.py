@@ -74,7 +74,8 @@ def _count(plan: Plan, sel: Selection, retriever: Retriever) -> Outcome:
             body += [facets.rated_item(h, i, (cands[i] or [None])[0])
                      for i, h in enumerate(listed, start=1)]
             return Outcome(body, "count", listed, about=list(range(1, len(listed) + 1)))
-        n = facets.topic_count(topic, retriever.papers, retriever.search_texts(), sel.filters)
+        n = found.phrase if found is not None else \
+            facets.topic_count(topic, retriever.papers, retriever.search_texts(), sel.filters)
         cands = quotes.candidates(plan.query, hits, retriever.embedder)
         numbers = [1] + extractive.relevant_others(hits, cands, {1}, MIN_DENSE)
         body = [facets.topic_count_head(topic, n, sel.filters or None, total)]

@@ -39,7 +39,7 @@ from rag.chat.selection import (COMPARE_DEFAULT, COMPARE_MAX, Selection, _catalo
                                 _named, _search)
 from rag.compose import extractive
 from rag.compose.quotes import candidates
-from rag.compose.templates import direct, item, note
+from rag.compose.templates import direct, item, note, title
 from rag.filters import Filters
 from rag.types import Hit
 from rag.understand.plan import Plan
@@ -263,11 +263,7 @@ def _one_to_compare(plan: Plan, sel: Selection, retriever: Retriever) -> Outcome
     without the filters that left one)."""
     from dataclasses import replace
 
-    from rag.filters import Filters
-
     out = _similar(plan, replace(sel, filters=Filters()), retriever)
-    from rag.compose.templates import title
-
     head = note(f"There is only one paper here ({title(sel.hits[0])}), so there is nothing to "
                 "compare it with; these are the papers nearest to it.")
     return Outcome([head] + out.sentences, "similar", out.hits, about=out.about)

@@ -78,13 +78,14 @@ class TopicMembers:
     """The papers counted as on a topic by the relevance model (:mod:`rag.retrieve.membership`),
     among those the filters admit: ``papers`` best first (probability), ``expected`` the sum
     of the probabilities (the expected number), ``threshold`` the rule's probability and
-    ``phrase`` how many contain the topic's phrase (:func:`topic_count`), said beside it."""
+    ``phrase`` the phrase count said beside it (:func:`topic_count`: papers with the phrase, of
+    those how many in the title or keywords)."""
 
     topic: str
     papers: list[Paper]
     expected: float
     threshold: float
-    phrase: int
+    phrase: tuple[int, int]
 
 
 def topic_members(retriever, topic: str, filters: Filters | None) -> TopicMembers | None:
@@ -97,7 +98,7 @@ def topic_members(retriever, topic: str, filters: Filters | None) -> TopicMember
         return None
     allowed = {p.id for p in matching(retriever.papers, filters)} if filters else None
     ids = [pid for pid in m.members(allowed) if pid in retriever.papers]
-    phrase = topic_count(topic, retriever.papers, retriever.search_texts(), filters)[0]
+    phrase = topic_count(topic, retriever.papers, retriever.search_texts(), filters)
     return TopicMembers(topic, [retriever.papers[i] for i in ids], m.expected(allowed),
                         m.threshold, phrase)
 
@@ -113,7 +114,8 @@ BROAD_RATIO = 2.0
 def broad(found: TopicMembers) -> bool:
     """True when ``found``'s topic is too broad for the relevance model's count (see
     :data:`BROAD_PHRASE`)."""
-    return found.phrase >= BROAD_PHRASE and found.phrase > BROAD_RATIO * len(found.papers)
+    n = found.phrase[0]
+    return n >= BROAD_PHRASE and n > BROAD_RATIO * len(found.papers)
 
 
 def members_head(found: TopicMembers, filters: Filters | None, total: int) -> AnswerSentence:
@@ -125,7 +127,7 @@ def members_head(found: TopicMembers, filters: Filters | None, total: int) -> An
                 f"gives each paper a probability of being about the topic, and {n:,} "
                 f"{'has' if n == 1 else 'have'} at least {found.threshold:.2f} (the "
                 f"probabilities add up to {found.expected:.0f}). By the words alone, "
-                f"{found.phrase:,} contain the phrase in their title, keywords or abstract.")
+                f"{found.phrase[0]:,} contain the phrase in their title, keywords or abstract.")
 
 
 def status_breakdown(papers: Sequence[Paper]) -> str:
