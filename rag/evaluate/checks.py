@@ -13,6 +13,9 @@ Line format: ``{"qid", "category", "question", "turns": null | [earlier turns], 
   ``hits_area``: the primary area of every hit; ``hits_rating_min``: every hit's mean rating
   is at least this; ``hits_rating_max``: at most this; ``hits_year``: the year every hit has;
   ``hits_venue``: a word every hit's venue has ("ICLR 2018", case-insensitive);
+* ``year_counts``: {"YEAR": [lo, hi]}, the answer's count per year (its ``trend``) of each
+  year named is within [lo, hi]; ``trend_direction``: "up" / "down" / "flat", the direction of
+  the share from the first year to the last (:meth:`rag.conference.trends.Trend.direction`);
 * ``sorted_by_rating``: true, the hits' mean ratings never increase (unrated last);
 * ``no_hits``: true; ``kind``: the answer's kind;
 * ``text_has``: [str] each occurs in the answer text (case-insensitive);
@@ -112,6 +115,13 @@ def check_answer(expect: dict, ans, previous=None,
         elif name == "hits_year":
             add(name, ans.hits and all(h.paper.year == want for h in ans.hits),
                 sorted({h.paper.year or 0 for h in ans.hits}))
+        elif name == "year_counts":
+            got = {str(r["year"]): r["n"] for r in (ans.trend or {}).get("years", [])}
+            add(name, ans.trend is not None and all(
+                str(y) in got and lo <= got[str(y)] <= hi for y, (lo, hi) in want.items()), got)
+        elif name == "trend_direction":
+            seen = (ans.trend or {}).get("direction")
+            add(name, seen == want, seen)
         elif name == "hits_venue":
             add(name, ans.hits and all(str(want).lower() in (h.paper.venue or "").lower()
                                        for h in ans.hits),
