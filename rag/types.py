@@ -248,6 +248,10 @@ class Answer:
     #: ("dense 41% · about 9 min left").
     dense_coverage: float | None = None
     coverage: str = ""
+    #: Papers per year when the answer is a count per year
+    #: (:meth:`rag.conference.trends.Trend.to_json`: topic, rule, direction, years with n,
+    #: total and share), else None.
+    trend: dict | None = None
 
 
 @dataclass

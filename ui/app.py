@@ -46,6 +46,7 @@ from ui.controls import ANY, MAX_FILTER_CHARS, _gr_error
 from ui.export_panel import ExportHandlers, export_panel
 from ui.map_tab import MapHandlers, map_listeners, map_panel
 from ui.sources_tab import SourcesHandlers, sources_panel
+from ui.trends_tab import TrendsHandlers, trends_listeners, trends_panel
 
 if TYPE_CHECKING:
     from rag.settings import Settings
@@ -90,10 +91,11 @@ def is_loopback(host: str) -> bool:
 
 
 # --- the app --------------------------------------------------------------------------------------
-class ChatApp(ChatHandlers, SourcesHandlers, MapHandlers, ExportHandlers):
+class ChatApp(ChatHandlers, SourcesHandlers, MapHandlers, ExportHandlers, TrendsHandlers):
     """The event handlers, bound to one pipeline. Holds no per-user state. The handlers are the
     tabs' (:class:`ui.chat_tab.ChatHandlers`, :class:`ui.sources_tab.SourcesHandlers`,
-    :class:`ui.map_tab.MapHandlers`, :class:`ui.export_panel.ExportHandlers`); what they share
+    :class:`ui.map_tab.MapHandlers`, :class:`ui.export_panel.ExportHandlers`,
+    :class:`ui.trends_tab.TrendsHandlers`); what they share
     is here: the pipeline, its settings and model, and the paper a click names."""
 
     def __init__(self, pipeline, files_dir: Path | None = None):
@@ -168,9 +170,10 @@ def build_app(pipeline) -> gr.Blocks:
                  model_writes) = chat_panel(retriever, settings, auto_mode)
                 dl_cited, dl_all, dl_md, bib = export_panel()
             with gr.Column(scale=2, min_width=340, elem_id="pc-sources-col"):
-                with gr.Tabs(elem_id="pc-side-tabs"):
+                with gr.Tabs(elem_id="pc-side-tabs") as side_tabs:
                     sources = sources_panel(idle_sources)
                     map_tab, map_status, color_by, map_plot, hist_plot, area_table = map_panel()
+                    _, trend_topic, trend_show, trend_plot, trend_table = trends_panel()
         map_on = gr.State(False)  # this session's map is drawn: keep it up to date
         map_drawn = gr.State(None)  # map_key() of what the map shows
 
@@ -219,6 +222,18 @@ def build_app(pipeline) -> gr.Blocks:
                                            api_visibility="private", **common)
         for ev in (ev_submit, ev_send, ev_regen, ev_write, ev_part, ev_more, ev_map_answer):
             ev.success(redraw_map, map_inputs, map_outputs, **map_common)
+        # -- the Trends view: a topic typed in, or the last answer's numbers per year
+        show_trend, answer_trend = trends_listeners(app, side_tabs, trend_topic, trend_plot,
+                                                    trend_table)
+        trend_common = dict(concurrency_limit=1, concurrency_id="trend",
+                            api_visibility="private")
+        for ev in (trend_show.click, trend_topic.submit):
+            ev(show_trend, [trend_topic, status, area], [trend_plot, trend_table],
+               show_progress="minimal", **trend_common)
+        for ev in (ev_submit, ev_send, ev_regen, ev_part, ev_map_answer):
+            ev.success(answer_trend, [answers], [side_tabs, trend_plot, trend_table,
+                                                  trend_topic], show_progress="hidden",
+                       **trend_common)
 
         running = [ev_submit, ev_send, ev_regen, ev_write, ev_part, ev_more, ev_map_answer]
         stop.click(stopped, chatbot, chatbot, cancels=running, queue=False,

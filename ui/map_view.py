@@ -45,6 +45,11 @@ MAP_CSS = """
 #pc-map-color { display: flex; align-items: center; gap: 8px; flex-wrap: wrap; }
 #pc-map-color > span, #pc-map-color .block-title { font-size: 0.85rem; margin: 0; }
 #pc-map-status { min-height: 0; }
+table.pc-areas, table.pc-trend-table { border-collapse: collapse; font-size: 0.8rem;
+  width: 100%; }
+table.pc-trend-table th, table.pc-trend-table td { padding: 2px 6px; text-align: right;
+  border-bottom: 1px solid var(--border-color-primary); }
+.pc-trend-rule { color: var(--body-text-color-subdued); font-size: 0.8rem; margin: 4px 0; }
 table.pc-areas { border-collapse: collapse; font-size: 0.8rem; width: 100%; }
 table.pc-areas th, table.pc-areas td { padding: 2px 6px; text-align: right;
   border-bottom: 1px solid var(--border-color-primary); }

@@ -322,7 +322,8 @@ def answer_stream(question: str, *, retriever: Retriever, generator: Generator,
         comparison_ids=[c.hit.id for c in table.columns] if table is not None else [],
         unsupported=unsupported, model=model, filters_applied=applied,
         about_ids=[hits[n - 1].id for n in done.about if 1 <= n <= len(hits)],
-        plan=plan.to_json(), matched_filters=applied if sel.every is not None else sel.matched))
+        plan=plan.to_json(), matched_filters=applied if sel.every is not None else sel.matched,
+        trend=done.trend.to_json() if done.trend is not None else None))
 
 
 def _kind_of(plan: Plan) -> str:

@@ -44,6 +44,9 @@ class Outcome:
     #: Composed about the papers ``about`` names, from the conversation (a follow-up on them, or
     #: a description of "the third one": kind ``describe``), not about the best match.
     focused: bool = False
+    #: Papers per year (:class:`rag.conference.trends.Trend`) when the answer is a count per
+    #: year: the answer's ``trend`` and the browser's chart.
+    trend: object = None
 
 
 def _scope_head(plan: Plan, sel: Selection, n: int) -> str:

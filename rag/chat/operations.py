@@ -143,7 +143,12 @@ def select(plan: Plan, history: Sequence[Turn], retriever: Retriever, settings: 
     if source == "search" and not has_topic(plan.query) and (plan.op in (
             "count", "list", "sort", "extreme") or plan.op == "survey" and used):
         source = "catalog"  # "How many oral papers are there?": nothing left to search
-    if plan.said and not any(ch.isalnum() for ch in plan.said) and not used:
+    if plan.per_year and source in ("search", "catalog") and _years_held(retriever) >= 2:
+        # a count per year (or each year's best-rated) counts every year itself
+        # (rag.chat.yearly): no search to refuse, and none of its hits would be shown
+        sel = Selection([], standalone=plan.topic or plan.said, filters=used, notes=notes,
+                        searched=source == "search" and has_topic(plan.topic), exact=True)
+    elif plan.said and not any(ch.isalnum() for ch in plan.said) and not used:
         # "🚀🔥🤖🎉": no word to search or to read a list operation from: refused, not guessed
         sel = Selection([], refused=True, standalone=plan.said, notes=notes)
     elif plan.outside:
@@ -198,6 +203,11 @@ def select(plan: Plan, history: Sequence[Turn], retriever: Retriever, settings: 
     if evidence and sel.hits and not sel.refused:
         retriever.attach_evidence(plan.query or sel.standalone, sel.hits)
     return sel
+
+
+def _years_held(retriever: Retriever) -> int:
+    """How many years the index's papers have."""
+    return len({p.year for p in retriever.papers.values() if p.year})
 
 
 #: A turn that compares something with the paper under discussion ("how does it compare to
@@ -273,6 +283,17 @@ def _run(plan: Plan, sel: Selection, retriever: Retriever, settings: Settings) -
     from rag.compose.refusal import MIN_DENSE
 
     op, hits = plan.op, sel.hits
+    if plan.per_year:
+        from rag.chat import yearly
+
+        out = yearly.run(plan, sel, retriever)
+        if out is not None:
+            return out
+        plan.per_year = False
+        out = _run(plan, sel, retriever, settings)
+        totals = yearly.trends.year_totals(retriever.papers.values())
+        out.sentences.insert(1, note(yearly.one_year_note(totals)))
+        return out
     if op == "count":
         return _count(plan, sel, retriever)
     if op in ("list", "sort", "extreme"):

@@ -35,7 +35,8 @@ def answer_json(ans: Answer, filters=None) -> dict:
     :class:`rag.filters.Filters` applied (listed as ``filters_applied`` when the answer lists
     none). Each hit's ``rating`` is None or ``{"mean": float, "n": int, "min": float, "max":
     float}`` (:attr:`rag.types.Paper.rating`); ``comparison`` is None or ``{"columns": [paper
-    id], "rows": [[str]]}``; ``dense_coverage`` (the share of papers embedded, in [0, 1]) is
+    id], "rows": [[str]]}``; ``trend`` is None or the papers per year of a count per year
+    (:meth:`rag.conference.trends.Trend.to_json`); ``dense_coverage`` (the share of papers embedded, in [0, 1]) is
     there only while the index is still being embedded."""
     return {
         "question": ans.question,
@@ -48,7 +49,8 @@ def answer_json(ans: Answer, filters=None) -> dict:
         "hits": [{"id": h.id, "title": h.paper.title, "score": float(h.score),
                   "status": h.paper.status, "primary_area": h.paper.primary_area,
                   "url": h.paper.openreview_url, "evidence": list(h.evidence),
-                  "rating": h.paper.rating} for h in ans.hits],
+                  "rating": h.paper.rating, "venue": h.paper.venue, "year": h.paper.year}
+                 for h in ans.hits],
         "timings_ms": {k: round(float(ans.timings_ms.get(k, 0.0)), 1)
                        for k in ("retrieve", "first_token", "total")},
         "mode": ans.mode,
@@ -64,6 +66,7 @@ def answer_json(ans: Answer, filters=None) -> dict:
                             else filters.as_strings() if filters else []),
         "model": ans.model,
         "plan": dict(ans.plan),
+        "trend": dict(ans.trend) if ans.trend is not None else None,
         # only while the index is still being embedded (the contract in ARCHITECTURE.md)
         **({"dense_coverage": round(float(ans.dense_coverage), 4)}
            if ans.dense_coverage is not None else {}),

@@ -28,6 +28,27 @@ def describe(filters: Filters | None) -> str:
     return ", ".join(filters.as_strings()) if filters else ""
 
 
+_PLURAL = {"oral": "orals", "spotlight": "spotlights", "poster": "posters",
+           "accepted": "accepted papers", "accept": "accepted papers",
+           "rejected": "rejected papers", "reject": "rejected papers",
+           "withdrawn": "withdrawn papers", "workshop": "workshop papers"}
+
+
+def describe_plural(strings) -> str:
+    """Filter strings as a plural noun: ``["status=oral"]`` -> "orals", ``["status=accepted",
+    "primary_area=optimization"]`` -> "accepted papers matching primary_area=optimization",
+    ``[]`` -> "papers"."""
+    nouns, rest = [], []
+    for f in strings:
+        key, _, value = f.partition("=")
+        if key == "status":
+            nouns.append(_PLURAL.get(value.strip().lower(), f"{value} papers"))
+        else:
+            rest.append(f)
+    noun = " or ".join(nouns) or "papers"
+    return noun + (f" matching {', '.join(rest)}" if rest else "")
+
+
 def matching(papers: dict[str, Paper], filters: Filters | None) -> list[Paper]:
     """The papers of ``papers`` that ``filters`` admit (all without filters), in id order."""
     return [p for _, p in sorted(papers.items()) if not filters or filters.matches(p)]
@@ -88,12 +109,14 @@ class TopicMembers:
     phrase: tuple[int, int]
 
 
-def topic_members(retriever, topic: str, filters: Filters | None) -> TopicMembers | None:
+def topic_members(retriever, topic: str, filters: Filters | None,
+                  within: Filters | None = None) -> TopicMembers | None:
     """:class:`TopicMembers` of ``topic`` over the papers ``filters`` admit, or None when the
-    retriever has no membership model (a fake): callers then count the phrase."""
+    retriever has no membership model (a fake): callers then count the phrase. ``within``
+    restricts the model's search itself (one year: :mod:`rag.conference.trends`)."""
     from rag.retrieve.membership import membership
 
-    m = membership(retriever, topic)
+    m = membership(retriever, topic, within=within)
     if m is None:
         return None
     allowed = {p.id for p in matching(retriever.papers, filters)} if filters else None

@@ -115,11 +115,13 @@ def head_terms(retriever, topic: str, ids: Sequence[str]) -> np.ndarray:
     return out
 
 
-def candidates(retriever, topic: str):
+def candidates(retriever, topic: str, within=None):
     """``(ids, features)`` of ``topic``'s candidates (module docstring): the hybrid search's
-    channels (:meth:`rag.retrieve.retriever.Retriever.fusion_inputs`) and
+    channels (:meth:`rag.retrieve.retriever.Retriever.fusion_inputs`, the search restricted to
+    the papers the :class:`rag.filters.Filters` ``within`` admit when given) and
     :func:`head_terms`; features shape (len(ids), len(FEATURES))."""
-    ch = retriever.fusion_inputs(topic)
+    ch = retriever.fusion_inputs(topic, filters=within) if within else \
+        retriever.fusion_inputs(topic)
     return ch.ids, features(ch, head_terms(retriever, topic, ch.ids))
 
 
@@ -230,9 +232,12 @@ class Membership:
         return self._by_id.get(paper_id, 0.0)
 
 
-def membership(retriever, topic: str, model: MembershipModel | None = None) -> Membership | None:
-    """Score every candidate of ``topic`` (see the module docstring); None when no model is
-    shipped, the retriever has no fusion inputs (a fake) or its settings turn membership off
+def membership(retriever, topic: str, model: MembershipModel | None = None,
+               within=None) -> Membership | None:
+    """Score every candidate of ``topic`` (see the module docstring), the search restricted to
+    the papers the :class:`rag.filters.Filters` ``within`` admit when given (one year of an
+    index of several: :mod:`rag.conference.trends`); None when no model is shipped, the
+    retriever has no fusion inputs (a fake) or its settings turn membership off
     (``topic_membership``)."""
     settings = getattr(retriever, "settings", None)
     if settings is not None and not getattr(settings, "topic_membership", True):
@@ -241,7 +246,7 @@ def membership(retriever, topic: str, model: MembershipModel | None = None) -> M
     inputs = getattr(retriever, "fusion_inputs", None)
     if model is None or inputs is None:
         return None
-    ids, x = candidates(retriever, topic)
+    ids, x = candidates(retriever, topic, within)
     probs = model.probabilities(x)
     order = np.argsort(-probs, kind="stable")
     return Membership(topic, [ids[i] for i in order], probs[order], model.threshold,

@@ -286,11 +286,13 @@ class Retriever(NamedPapers, FusionChannels, EvidenceSentences):
 
     def fusion_inputs(self, question: str,
                       needs: set[str] | frozenset = frozenset({"paper", "terms"}),
-                      feedback: bool = True):
-        """The :class:`rag.retrieve.fusion.Channels` that :meth:`search` fuses for ``question`` (no
-        filters), with every input by default: what ``bench/train_fusion.py`` learns from."""
-        qvec, dense, prf, lexical, full, _ = self._rankings(question, None, None, feedback)
-        return self.channels(question, qvec, dense, prf, lexical, full, None, needs)
+                      feedback: bool = True, filters: Filters | None = None):
+        """The :class:`rag.retrieve.fusion.Channels` that :meth:`search` fuses for ``question``
+        (under ``filters``, none by default), with every input by default: what
+        ``bench/train_fusion.py`` learns from and :mod:`rag.retrieve.membership` scores."""
+        allowed = self._allowed(filters)
+        qvec, dense, prf, lexical, full, _ = self._rankings(question, filters, allowed, feedback)
+        return self.channels(question, qvec, dense, prf, lexical, full, allowed, needs)
 
     def fusion_model(self):
         """The learned :class:`rag.retrieve.fusion.FusionModel` (``settings.fusion == "learned"``, the

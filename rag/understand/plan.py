@@ -94,6 +94,12 @@ class Plan:
     #: conference's deadlines, venue or awards, reviews' text, other venues, small talk): the
     #: answer says so instead of searching. Removable like any part (then it is searched).
     outside: bool = False
+    #: The answer is given per year of the index ("how many orals in 2018 vs 2026?", "how did
+    #: interest in GANs change since 2018?": :mod:`rag.understand.years`): a count per year and
+    #: its share, or the best-rated paper of each year. ``years`` are the years said (the
+    #: years compared; one year said with "since" starts the range), never ``year=`` filters.
+    per_year: bool = False
+    years: list[int] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if self.papers not in PAPERS:
@@ -145,6 +151,10 @@ class Plan:
                         else "sorted by rating, lowest first"))
         if self.aspect:
             out.append(("aspect", _ASPECT_WORDS[self.aspect]))
+        if self.per_year:
+            said = ", ".join(map(str, self.years)) if len(self.years) > 1 else \
+                f"since {self.years[0]}" if self.years else ""
+            out.append(("per_year", f"per year ({said})" if said else "per year"))
         if "status" in self.facts:
             out.append(("facts", "its decision stated"))
         if "rating" in self.facts:
@@ -185,6 +195,9 @@ class Plan:
             return replace(self, facts=[], dropped=dropped)
         if key == "outside":
             return replace(self, outside=False, dropped=dropped)
+        if key == "per_year":
+            return replace(self, per_year=False, dropped=dropped,
+                           filters=self.filters + [f"year={y}" for y in self.years])
         if key == "papers" and self.papers != "search":
             return replace(self, papers="search", positions=[], ids=[], topic=self.query,
                            dropped=dropped)

@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Sequence
 
-from rag.understand import rating_order, topics
+from rag.understand import rating_order, topics, years
 from rag.understand.names import NameIndex
 from rag.understand.plan import UNSURE_BELOW, Plan
 from rag.understand.turn_reader import TurnContext, TurnReader, TurnSlots, find_slots
@@ -175,6 +175,8 @@ def read_turn(text: str, context: TurnContext, reader: TurnReader, *, areas: Seq
         if op in _ASPECT_OPS or op == "refine" else ""
     plan = assemble(text, papers, op, aspect, found, context,
                     confidence=best_p / total if total else 0.0)
+    if op != "refine" and years.asks_per_year(text):
+        per_year(plan, text, found, context)
     out = probs.get("scope", {}).get("out", 0.0)
     if out >= OUTSIDE_ABOVE:
         plan.outside = True
@@ -258,6 +260,34 @@ def assemble(text: str, papers: str, op: str, aspect: str, found: TurnSlots,
     if f.foreign:
         plan.notes.append(f.language_note)
     return plan
+
+
+def per_year(plan: Plan, text: str, found: TurnSlots, context: TurnContext) -> None:
+    """Make ``plan`` an answer per year (:attr:`rag.understand.plan.Plan.per_year`), in place:
+    the years said leave the filters for :attr:`~rag.understand.plan.Plan.years`; a rating
+    superlative ("the best-rated paper of each year") is the best-rated paper of each year, any
+    other reading a count per year: of a topic's papers when the turn names a topic
+    (:func:`rag.understand.years.trend_topic`), of the papers the filters admit when it names
+    none, of the previous answer's topic when it points back ("how did that change since
+    2018?")."""
+    plan.per_year = True
+    plan.years = years.years_said(text)
+    plan.filters = [f for f in plan.filters if not f.startswith("year=")]
+    topic = years.trend_topic(plan.query)
+    on_topic = topics.has_topic(topic)
+    if plan.op in ("extreme", "sort") and found.orders_by_rating:
+        plan.op, plan.n = "extreme", plan.n or 1
+        plan.order = plan.order or ("rating_asc" if found.ascending else "rating_desc")
+    else:
+        plan.op, plan.n, plan.order = "count", None, ""
+    plan.positions, plan.names, plan.ids, plan.sides, plan.aspect = [], [], [], [], ""
+    if on_topic:
+        plan.papers, plan.topic, plan.query = "search", topic, topic
+    elif context.has_previous and (found.refers_back or found.points_at_topic) and \
+            plan.op == "count":
+        plan.papers = "previous"  # (its topic: rag.chat.operations.select)
+    else:
+        plan.papers, plan.topic = "catalog", ""
 
 
 #: Operations on one paper: after a list, "it" is its first (:func:`assemble`).

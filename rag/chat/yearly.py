@@ -1,0 +1,135 @@
+"""Answers per year over an index of several lists (:attr:`rag.understand.plan.Plan.per_year`):
+a count per year with its share of the year's papers ("how many orals in 2018 vs 2026?"), a
+topic's papers per year and the direction of its share ("how did interest in GANs change since
+2018?", :mod:`rag.conference.trends`), and the best- or worst-rated papers of each year. Every
+number comes from the catalog or the stated counting rule, never from a model's text.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rag.chat.exact import Outcome
+from rag.chat.selection import Selection, _as_hits
+from rag.compose.templates import direct, heading, note
+from rag.conference import facets, trends
+from rag.understand.plan import Plan
+from rag.understand.topics import has_topic
+
+if TYPE_CHECKING:
+    from rag.backends.seams import Retriever
+
+#: Example papers an answer per year shows for each year (the rest are counted, not shown).
+SHOWN_PER_YEAR = 5
+
+
+def compared_years(plan: Plan, totals: dict[int, int]) -> list[int]:
+    """The index years a per-year answer covers: the years said when two or more are in the
+    index, the index years from the one year said on ("since 2018"), else every index year."""
+    said = [y for y in plan.years if y in totals]
+    if len(said) >= 2:
+        return sorted(said)
+    if len(plan.years) == 1:
+        later = [y for y in totals if y >= plan.years[0]]
+        if len(later) >= 2:
+            return later
+    return list(totals)
+
+
+def one_year_note(totals: dict[int, int]) -> str:
+    """What a per-year question is told on an index of one year (or none)."""
+    held = ", ".join(map(str, totals)) or "no year"
+    return (f"This index holds papers of {held} only, so there is nothing to compare across "
+            "years; index several lists into one (paperchat index A.jsonl B.jsonl --name "
+            "NAME) to compare them. Counted over this index instead:")
+
+
+def run(plan: Plan, sel: Selection, retriever: Retriever) -> Outcome | None:
+    """The answer per year of ``plan`` on ``sel`` (its filters, less any year), or None when
+    the index holds fewer than two years (the caller then answers over the whole index and says
+    so: :func:`one_year_note`)."""
+    totals = trends.year_totals(retriever.papers.values())
+    if len(totals) < 2:
+        return None
+    years = compared_years(plan, totals)
+    filters = sel.filters.without([f"year={y}" for y in sel.filters.values.get("year", [])]) \
+        if sel.filters else sel.filters
+    if plan.op == "extreme":
+        return _extremes(plan, filters, years, retriever)
+    topic = plan.topic if sel.searched and has_topic(plan.topic or "") else ""
+    trend = trends.topic_trend(retriever, topic, filters or None, years) if topic else \
+        trends.catalog_trend(retriever.papers, filters or None, years)
+    return outcome(trend, retriever)
+
+
+def _what(trend: trends.Trend) -> str:
+    what = facets.describe_plural(trend.filters) if trend.filters else "papers"
+    return f"{what} about “{trend.topic}”" if trend.topic else what
+
+
+def outcome(trend: trends.Trend, retriever: Retriever) -> Outcome:
+    """The sentences of ``trend``: the per-year lines (the terminal's table), the direction,
+    the rule, then up to :data:`SHOWN_PER_YEAR` example papers of each year as the hits."""
+    what = _what(trend)
+    noun = facets.describe_plural(trend.filters) if trend.filters and trend.topic else "papers"
+    first = ", ".join(f"{trends.share_text(r)} in {r.year}" for r in trend.rows)
+    out = [direct(f"{what[0].upper()}{what[1:]} per year: {first}.", []),
+           note(trends.table_markdown(trend, f"on “{trend.topic}”" if trend.topic else
+                                      facets.describe_plural(trend.filters),
+                                      f"{noun} that year"))]
+    line = trends.direction_text(trend)
+    if line:
+        out.append(note(line))
+    if trend.rule == "membership":
+        out.append(note(f"Counted by meaning: the relevance model gives each paper of a year a "
+                        f"probability of being about the topic (searched within that year's "
+                        f"papers) and counts those at or above {trend.threshold:.2f}."))
+    elif trend.rule == "phrase":
+        out.append(note(f"Counted by the words: papers whose title, keywords or abstract contain "
+                        f"the phrase “{trend.topic}” (the topic is too broad in some year for "
+                        "the relevance model, which scores only the few hundred papers nearest "
+                        "it, so every year is counted by the phrase alike)."))
+    hits = []
+    for r in reversed(trend.rows):
+        ids = trend.ids.get(r.year, [])[:SHOWN_PER_YEAR]
+        if not ids:
+            continue
+        papers = [retriever.papers[i] for i in ids if i in retriever.papers]
+        start = len(hits) + 1
+        hits += _as_hits(papers, 1.0 - len(hits) / 100)
+        label = "most likely on the topic" if trend.topic else "best rated"
+        out.append(heading(f"{r.year}, the {len(papers)} {label}:" if r.n > len(papers) else
+                           f"{r.year}, all {len(papers)}:"))
+        out += [facets.rated_item(h, n, None) for n, h in enumerate(hits[start - 1:], start)]
+    return Outcome(out, "count", hits, about=list(range(1, len(hits) + 1)), trend=trend)
+
+
+def _extremes(plan: Plan, filters, years: list[int], retriever: Retriever) -> Outcome:
+    """The best- (or worst-) rated ``plan.n`` papers of each year among those ``filters`` admit
+    (ties at the cut stated)."""
+    from rag.filters import Filters
+
+    desc = plan.order != "rating_asc"
+    n = max(1, plan.n or 1)
+    word = "highest" if desc else "lowest"
+    what = facets.describe_plural(filters.as_strings()) if filters else "papers"
+    out = [direct(f"The {word}-rated {what} of each year (by mean reviewer rating):", [])]
+    hits = []
+    for y in reversed(years):
+        scope = Filters.parse([f"year={y}"]).merged(filters or None)
+        rated = [p for p in facets.by_rating(facets.matching(retriever.papers, scope), desc)
+                 if p.rating]
+        if not rated:
+            out.append(note(f"{y}: no paper has reviewer ratings in this list."))
+            continue
+        cut = rated[min(n, len(rated)) - 1].rating["mean"]
+        tied = [p for p in rated[n:] if p.rating["mean"] == cut]
+        chosen = rated[:n]
+        start = len(hits) + 1
+        hits += _as_hits(chosen, 1.0 - len(hits) / 100)
+        out.append(heading(f"{y} ({len(rated):,} rated papers):"))
+        out += [facets.rated_item(h, i, None) for i, h in enumerate(hits[start - 1:], start)]
+        if tied:
+            out.append(note(f"{len(tied)} more {y} paper{'s are' if len(tied) > 1 else ' is'} "
+                            f"tied at {cut}."))
+    return Outcome(out, "extreme", hits, about=list(range(1, len(hits) + 1)))

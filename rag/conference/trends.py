@@ -1,0 +1,191 @@
+"""Counts per year over an index of several lists: the papers each year has (the catalog's
+per-year totals), the papers a filter admits per year ("how many orals in 2018 vs 2026?"), and a
+topic's papers per year with their share of that year's papers ("how did interest in GANs
+change since 2018?").
+
+A topic's papers are counted by the relevance model (:mod:`rag.retrieve.membership`), once per
+year with the search restricted to that year's papers the filters admit, so that a small year's
+papers (or a year's few orals) are not crowded out of the model's candidates by the rest. When the topic is too broad for the model in any
+year (:func:`rag.conference.facets.broad`), every year is counted by the phrase rule instead
+(:func:`rag.conference.facets.topic_count`), so that the years are counted alike; the answer
+states the rule either way.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Iterable
+
+from rag.conference import facets
+from rag.filters import Filters
+from rag.types import Paper
+
+
+def year_totals(papers: Iterable[Paper]) -> dict[int, int]:
+    """Papers per year, years ascending (papers without a year are left out)."""
+    counts = Counter(p.year for p in papers if p.year)
+    return dict(sorted(counts.items()))
+
+
+@dataclass
+class YearRow:
+    """One year of a :class:`Trend`: ``n`` papers counted out of ``total`` (the year's papers the
+    filters admit: its submissions, or its accepted papers when the filter says so)."""
+
+    year: int
+    n: int
+    total: int
+
+    @property
+    def share(self) -> float:
+        """``n / total`` in [0, 1] (0 for a year with no papers)."""
+        return self.n / self.total if self.total else 0.0
+
+
+@dataclass
+class Trend:
+    """Papers per year: ``rows`` ascending by year. ``topic`` is ``""`` for a count of the
+    catalog alone; ``rule`` says how a topic's papers were counted (``"catalog"``,
+    ``"membership"`` or ``"phrase"``); ``filters`` are the filters every count is under;
+    ``ids`` the counted papers of each year, most likely first (a topic's), for the answer's
+    examples."""
+
+    topic: str
+    rule: str
+    filters: list[str]
+    rows: list[YearRow]
+    ids: dict[int, list[str]] = field(default_factory=dict)
+    threshold: float | None = None
+
+    def direction(self) -> tuple[str, float | None]:
+        """``(word, ratio)`` of the last year's share against the first's: ``"up"`` or
+        ``"down"`` when the share changed by more than 10% either way (``ratio`` last / first,
+        None when the first share is 0), else ``"flat"``; ``("", None)`` with fewer than two
+        years."""
+        if len(self.rows) < 2:
+            return "", None
+        first, last = self.rows[0].share, self.rows[-1].share
+        if first == 0:
+            return ("up" if last > 0 else "flat"), None
+        ratio = last / first
+        if ratio > 1.1:
+            return "up", ratio
+        if ratio < 1 / 1.1:
+            return "down", ratio
+        return "flat", ratio
+
+    def to_json(self) -> dict:
+        """``{"topic", "rule", "filters", "threshold", "direction", "ratio", "years": [{"year",
+        "n", "total", "share"}]}``: the ``trend`` object of ``ask --json``."""
+        word, ratio = self.direction()
+        return {"topic": self.topic, "rule": self.rule, "filters": list(self.filters),
+                "threshold": self.threshold, "direction": word,
+                "ratio": round(ratio, 4) if ratio is not None else None,
+                "years": [{"year": r.year, "n": r.n, "total": r.total,
+                           "share": round(r.share, 6)} for r in self.rows]}
+
+    @classmethod
+    def from_json(cls, d: dict) -> "Trend":
+        """The trend :meth:`to_json` gave."""
+        return cls(d.get("topic", ""), d.get("rule", "catalog"), list(d.get("filters") or []),
+                   [YearRow(int(r["year"]), int(r["n"]), int(r["total"]))
+                    for r in d.get("years") or []], threshold=d.get("threshold"))
+
+
+def _in_year(filters: Filters | None, year: int) -> Filters:
+    return Filters.parse([f"year={year}"]).merged(filters) if filters else \
+        Filters.parse([f"year={year}"])
+
+
+def catalog_trend(papers: dict[str, Paper], filters: Filters | None,
+                  years: Iterable[int]) -> Trend:
+    """Papers the ``filters`` admit in each of ``years``, out of all the year's papers.
+
+    Raises:
+        ValueError: ``filters`` hold a year (the years are the rows here).
+    """
+    if filters and "year" in filters.values:
+        raise ValueError("a per-year count takes its years apart from its filters")
+    rows, ids = [], {}
+    for y in sorted(set(years)):
+        every = facets.matching(papers, Filters.parse([f"year={y}"]))
+        chosen = [p for p in every if not filters or filters.matches(p)]
+        rows.append(YearRow(y, len(chosen), len(every)))
+        ids[y] = [p.id for p in facets.by_rating(chosen)]
+    return Trend("", "catalog", filters.as_strings() if filters else [], rows, ids)
+
+
+def topic_trend(retriever, topic: str, filters: Filters | None, years: Iterable[int]) -> Trend:
+    """Papers on ``topic`` in each of ``years`` among those ``filters`` admit, out of the year's
+    papers the filters admit (see the module docstring for the rule).
+
+    Raises:
+        ValueError: ``filters`` hold a year.
+    """
+    if filters and "year" in filters.values:
+        raise ValueError("a per-year count takes its years apart from its filters")
+    years = sorted(set(years))
+    found = {y: facets.topic_members(retriever, topic, _in_year(filters, y),
+                                     within=_in_year(filters, y)) for y in years}
+    texts = retriever.search_texts()
+    rows: list[YearRow] = []
+    ids: dict[int, list[str]] = {}
+    by_phrase = any(f is None or facets.broad(f) for f in found.values())
+    threshold = None
+    for y in years:
+        scope = _in_year(filters, y)
+        total = len(facets.matching(retriever.papers, scope))
+        f = found[y]
+        if by_phrase:
+            matched = facets.topic_matches(topic, retriever.papers, texts, scope)
+            rows.append(YearRow(y, len(matched), total))
+            listed = f.papers if f is not None else []
+            on = {p.id for p in matched}
+            ids[y] = [p.id for p in listed if p.id in on] + \
+                [p.id for p in matched if p.id not in {q.id for q in listed}]
+        else:
+            rows.append(YearRow(y, len(f.papers), total))
+            ids[y] = [p.id for p in f.papers]
+            threshold = f.threshold
+    return Trend(topic, "phrase" if by_phrase else "membership",
+                 filters.as_strings() if filters else [], rows, ids, threshold)
+
+
+def share_text(row: YearRow) -> str:
+    """"61 of 995 (6.1%)"."""
+    pct = 100 * row.share
+    digits = 1 if pct >= 1 or pct == 0 else 2
+    return f"{row.n:,} of {row.total:,} ({pct:.{digits}f}%)"
+
+
+def table_markdown(trend: Trend, counted: str, base: str) -> str:
+    """The per-year counts as a Markdown table (the terminal's and the chat's compact view):
+    columns year, ``counted`` (what was counted), ``base`` (what it is a share of) and share."""
+    lines = [f"| year | {counted} | {base} | share |", "|---:|---:|---:|---:|"]
+    for r in trend.rows:
+        pct = share_text(r).split("(")[1].rstrip(")")
+        lines.append(f"| {r.year} | {r.n:,} | {r.total:,} | {pct} |")
+    return "\n".join(lines)
+
+
+def direction_text(trend: Trend) -> str:
+    """The change in one sentence: "The share rose from 0.5% in 2018 to 3.2% in 2026, about
+    6.4x." / "... fell ..., to about a seventh of its 2018 share." / "... about the same"."""
+    word, ratio = trend.direction()
+    if not word:
+        return ""
+    a, b = trend.rows[0], trend.rows[-1]
+    pa, pb = share_text(a).split("(")[1].rstrip(")"), share_text(b).split("(")[1].rstrip(")")
+    what = "share" if trend.topic else "share of the year's papers"
+    if word == "flat":
+        return f"The {what} stayed about the same: {pa} in {a.year}, {pb} in {b.year}."
+    if ratio is None:
+        return f"The {what} rose from none in {a.year} to {pb} in {b.year}."
+    if word == "up":
+        return (f"The {what} rose from {pa} in {a.year} to {pb} in {b.year}, about "
+                f"{ratio:.1f}x.")
+    inverse = 1 / ratio if ratio else 0
+    return (f"The {what} fell from {pa} in {a.year} to {pb} in {b.year}, about 1/{inverse:.0f}"
+            f" of its {a.year} share." if inverse >= 2 else
+            f"The {what} fell from {pa} in {a.year} to {pb} in {b.year} ({ratio:.2f}x).")
