@@ -258,6 +258,7 @@ def build_index(source: str | Path | LoadResult, *, settings: Settings, embedder
         summary.dense_seconds = time.perf_counter() - fill_t0
 
         summary.papers = catalog.count()
+        summary.years = catalog.year_totals()
         summary.chunks = store.count()
         summary.seconds = time.perf_counter() - t0
         manifest.write(index_dir, {**wanted, "name": name, "papers": summary.papers,

@@ -48,6 +48,8 @@ class BuildSummary:
     #: written: phase 1), and those of the dense fill with the paper vectors and the map after.
     ready_seconds: float = 0.0
     dense_seconds: float = 0.0
+    #: Papers per year in the index after the build (:meth:`index.catalog.Catalog.year_totals`).
+    years: dict[int, int] = field(default_factory=dict)
 
     @contextmanager
     def timed(self, stage: str):
@@ -72,7 +74,9 @@ class BuildSummary:
                 + (", ".join(parts) or "nothing to do") + phases)
 
     def line(self) -> str:
-        return (f"index {self.name!r}: {self.papers} papers, {self.chunks} chunks; "
+        per_year = (" (" + ", ".join(f"{y}: {n:,}" for y, n in self.years.items()) + ")"
+                    if len(self.years) > 1 else "")
+        return (f"index {self.name!r}: {self.papers} papers{per_year}, {self.chunks} chunks; "
                 f"embedded {self.embedded}, unchanged {self.unchanged}, metadata updated "
                 f"{self.updated_metadata}, pruned {self.pruned}, skipped {self.skipped}; "
                 f"{self.seconds:.1f} s")

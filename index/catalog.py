@@ -217,6 +217,14 @@ class Catalog:
         with self._conn() as con:
             return int(con.execute("SELECT COUNT(*) FROM papers").fetchone()[0])
 
+    def year_totals(self) -> dict[int, int]:
+        """Papers per year, years ascending (papers without a year left out): the catalog's
+        per-year totals, for an index of several lists."""
+        with self._conn() as con:
+            rows = con.execute("SELECT json_extract(record, '$.year'), COUNT(*) FROM papers "
+                               "GROUP BY 1").fetchall()
+        return dict(sorted((int(y), int(n)) for y, n in rows if y))
+
     def total_chunks(self) -> int:
         with self._conn() as con:
             return int(con.execute("SELECT COALESCE(SUM(n_chunks), 0) FROM papers").fetchone()[0])

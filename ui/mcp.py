@@ -236,7 +236,7 @@ def make_tools(app) -> dict[str, Any]:
             primary_area: count only papers in this primary area, or any.
             filters: more filters as FIELD=VALUE strings (keyword=..., year=..., author=..., rating>=6).
         Returns:
-            JSON object: index (name), papers (how many match), by_status (exact status strings), by_decision (oral, spotlight, poster, accept, reject, withdrawn, workshop), by_primary_area, rated (papers with reviewer ratings), filters_applied; each count most common first.
+            JSON object: index (name), papers (how many match), by_status (exact status strings), by_decision (oral, spotlight, poster, accept, reject, withdrawn, workshop), by_primary_area, by_year (papers per year, years ascending, as strings), by_venue, rated (papers with reviewer ratings), filters_applied; each other count most common first.
         """
         r = retriever()
         try:
@@ -254,6 +254,9 @@ def make_tools(app) -> dict[str, Any]:
             "by_status": counts(p.status or "no status" for p in papers),
             "by_decision": counts(status_tier(p.status) or "unknown" for p in papers),
             "by_primary_area": counts(p.primary_area or "no area" for p in papers),
+            "by_year": {str(y): n for y, n in sorted(Counter(
+                p.year for p in papers if p.year).items())},
+            "by_venue": counts(p.venue or "no venue" for p in papers),
             "rated": sum(1 for p in papers if p.ratings), "filters_applied": chosen.as_strings()})
 
     tools = {"search": search, "ask": ask, "similar": similar, "bibtex": bibtex,

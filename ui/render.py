@@ -268,12 +268,15 @@ def user_markdown(question: str) -> str:
     return _text(question)
 
 
-def header_html(index: str, n_papers: int, model: str, auto_mode: str = "") -> str:
-    """The header line: index, paper count, model and (``auto_mode``) the answer mode ``auto``
-    resolves to for this model."""
+def header_html(index: str, n_papers: int, model: str, auto_mode: str = "",
+                years: dict[int, int] | None = None) -> str:
+    """The header line: index, paper count (per year, ``years``, when the index holds several),
+    model and (``auto_mode``) the answer mode ``auto`` resolves to for this model."""
     mode = (f' · auto answers: <b>{esc(auto_mode)}</b>' if auto_mode else "")
+    per_year = (" (" + ", ".join(f"{int(y)}: {int(n):,}" for y, n in years.items()) + ")"
+                if years and len(years) > 1 else "")
     return (f'<div class="pc-header"><span class="pc-logo">paperchat</span>'
-            f'<span class="pc-info">index <b>{esc(index)}</b> · {n_papers:,} papers · '
+            f'<span class="pc-info">index <b>{esc(index)}</b> · {n_papers:,} papers{per_year} · '
             f'model <b>{esc(model)}</b>{mode} · runs locally</span></div>')
 
 

@@ -206,14 +206,21 @@ def _similar(plan: Plan, sel: Selection, retriever: Retriever) -> Outcome:
     if not sel.hits:
         return Outcome([note("There is no paper to compare with.")], "similar", [])
     target = sel.hits[0]
+    filters = sel.filters
+    years = filters.values.get("year", []) if filters else []
+    if len(years) > 1 and str(target.paper.year) in years:
+        # "2018 papers similar to the 2026 paper on X": the neighbours are of the other year
+        filters = filters.without([f"year={target.paper.year}"])
     near = retriever.similar(target.id, k=max(SIMILAR_K, plan.n or 0),
-                             filters=sel.filters or None)
+                             filters=filters or None)
     if not near:
         return Outcome([note(f"{templates.title(target)} has no paper vector yet (it is not "
                              "embedded), so its neighbours cannot be found.")], "similar",
                        [target])
     title = templates.title(target)
-    out = [direct(f"The papers closest to {title} (cosine similarity of the papers' mean "
+    kept = filters.values.get("year", []) if filters else []
+    what = f"{' or '.join(kept)} papers" if kept else "papers"
+    out = [direct(f"The {what} closest to {title} (cosine similarity of the papers' mean "
                   "abstract embeddings, highest first):", list(range(1, len(near) + 1)))]
     for i, h in enumerate(near, start=1):
         c = quotes.Candidate(i, h.evidence[0], 0, 1.0) if h.evidence else None

@@ -70,7 +70,8 @@ def list_notes(plan: Plan, filters: Filters, retriever: Retriever) -> tuple[Filt
         if years and missing:
             notes.append(note(f"This index holds papers from {', '.join(map(str, sorted(years)))}"
                               f" only; {', '.join(missing)} cannot be filtered on."))
-        if not years or set(int(y) for y in said_years) >= years:
+        if not years or set(int(y) for y in said_years) >= years and plan.op != "similar":
+            # (a similar plan's two years are the paper's and its neighbours': kept)
             filters = filters.without([f"year={y}" for y in said_years])
     return filters, notes
 
@@ -191,18 +192,29 @@ def select(plan: Plan, history: Sequence[Turn], retriever: Retriever, settings: 
         sel = _from_previous(plan, source, paired, used, retriever, settings, k, notes)
     elif source == "named" and not plan.ids and not plan.sides and prev is not None and \
             _described(plan, prev, retriever):
-        sel = _named(plan, used, retriever, settings, k, notes)
+        sel = _named(plan, _target_filters(plan, used), retriever, settings, k, notes)
     elif source == "named" and (plan.ids or plan.sides):
-        sel = _named(plan, used, retriever, settings, k, notes)
+        sel = _named(plan, _target_filters(plan, used), retriever, settings, k, notes)
     else:
-        sel = _search(plan, history, used, retriever, settings, k, notes,
+        sel = _search(plan, history, _target_filters(plan, used), retriever, settings, k, notes,
                       first_turn=not history)
+    if plan.op == "similar" and sel.filters is not used and "year" in used.values:
+        sel.filters = used  # the neighbours' years (rag.chat.exact._similar)
     if plan.op == "compare" and source in ("named", "search") and prev is not None and \
             prev.papers and _REFERS_BACK.search(plan.said) and sel.hits and not sel.refused:
         _compare_with_discussed(plan, sel, prev)
     if evidence and sel.hits and not sel.refused:
         retriever.attach_evidence(plan.query or sel.standalone, sel.hits)
     return sel
+
+
+def _target_filters(plan: Plan, used: Filters) -> Filters:
+    """The filters the papers a plan names or searches for must pass: ``used``, less the years
+    of a "similar" plan, whose years are the neighbours' ("which 2018 papers are closest to
+    StepORLM?": StepORLM is a 2026 paper)."""
+    if plan.op == "similar" and "year" in used.values:
+        return used.without([f"year={y}" for y in used.values["year"]])
+    return used
 
 
 def _years_held(retriever: Retriever) -> int:

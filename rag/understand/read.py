@@ -22,9 +22,10 @@ history (:class:`rag.understand.history.Turn`) and the index's names (:class:`ra
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Mapping, Sequence
 
 from rag.understand import rating_order, topics, years
+from rag.understand.authors import authors_said
 from rag.understand.names import NameIndex
 from rag.understand.plan import UNSURE_BELOW, Plan
 from rag.understand.turn_reader import TurnContext, TurnReader, TurnSlots, find_slots
@@ -134,6 +135,12 @@ _SURVEY_WORD = re.compile(r"^\W*(?:(?:a|an|give\s+me\s+(?:a|an))\s+)?(?:survey|o
 _LIKE_NAME = re.compile(r"\b(?:papers?|works?|ones|stuff|more|others?|anything|something)\s+"
                         r"(?:\w+\s+)?(?:like|similar\s+to|close\s+to|resembling|akin\s+to)\s+$",
                         re.I)
+#: "papers similar to the paper on X", "work closest to the 2026 paper that ...": the papers near
+#: a paper described rather than named.
+_LIKE_DESCRIBED = re.compile(
+    r"\b(?:papers?|works?|ones|submissions?|anything|something)\s+(?:\w+\s+){0,2}?(?:similar\s+"
+    r"to|closest\s+to|close\s+to|most\s+like|like|related\s+to|resembling)\s+(?:the|that|this)"
+    r"\s+(?:(?:19|20)\d\d\s+)?(?:paper|work|submission|one)\b", re.I)
 #: Operations a singular reference ("that one", "this paper") applies to one paper.
 #: ("which one of these ..." picks among the previous answer's papers: not this rule).
 _SINGLE_OPS = ("describe", "authors", "number", "cite", "similar")
@@ -141,7 +148,7 @@ _EVERY = re.compile(r"\b(?:each|every|all|both|them|these|those|they|their)\b", 
 
 
 def read_turn(text: str, context: TurnContext, reader: TurnReader, *, areas: Sequence[str],
-              names: NameIndex) -> Plan:
+              names: NameIndex, authors: Mapping[str, str] | None = None) -> Plan:
     """The :class:`Plan` of turn ``text`` (already checked: :func:`rag.chat.answer.check_question`).
 
     Args:
@@ -149,6 +156,8 @@ def read_turn(text: str, context: TurnContext, reader: TurnReader, *, areas: Seq
         reader: the learned model (:meth:`rag.understand.turn_reader.TurnReader.load`).
         areas: the index's primary areas (area filters).
         names: the index's paper names (:meth:`rag.retrieve.retriever.Retriever.name_index`).
+        authors: the index's author names (:func:`rag.understand.authors.author_index`): a
+            full name said in any frame filters by that author (:func:`with_authors`).
     """
     found = find_slots(text, context, areas, names)
     x = reader.features([text], [context], [found])[0]
@@ -169,16 +178,24 @@ def read_turn(text: str, context: TurnContext, reader: TurnReader, *, areas: Seq
     if found.names and op != "similar" and any(
             _LIKE_NAME.search(text[:span[0]]) for _, span, ids in found.names if len(ids) == 1):
         papers, op = "named", "similar"  # "find me more papers like TangoFlux - ..."
+    elif op != "similar" and _LIKE_DESCRIBED.search(text):
+        # "2018 papers similar to the 2026 paper on X": the paper described, then its neighbours
+        papers, op = ("named" if "named" in allowed else "search"), "similar"
     # (a refine's aspect is kept for the question it changes: "and what metrics?" after the
     # datasets of X asks for the metrics of X; see rag.chat.refine.resolve_refine)
     aspect = max(probs["aspect"], key=probs["aspect"].get) \
         if op in _ASPECT_OPS or op == "refine" else ""
     plan = assemble(text, papers, op, aspect, found, context,
                     confidence=best_p / total if total else 0.0)
+    said_authors = authors_said(text, authors) if authors and not any(
+        f.startswith("author=") for f in plan.filters) else []
+    if said_authors and op != "refine":
+        with_authors(plan, text, said_authors)
     if op != "refine" and years.asks_per_year(text):
         per_year(plan, text, found, context)
     out = probs.get("scope", {}).get("out", 0.0)
-    if out >= OUTSIDE_ABOVE:
+    if out >= OUTSIDE_ABOVE and not said_authors and not (plan.op == "similar" and plan.ids):
+        # (a paper's neighbours are always in the list: "any 2026 follow-ups to <title>?")
         plan.outside = True
         plan.confidence = round(out, 4)  # the reading taken is "outside": as sure as that
     return plan
@@ -262,6 +279,38 @@ def assemble(text: str, papers: str, op: str, aspect: str, found: TurnSlots,
     return plan
 
 
+#: Words that say "papers by this author" around a name, not a topic.
+_AUTHOR_FRAME = re.compile(
+    r"['’]s\b|\b(?:what|which|did|does|do|has|have|had|is|are|was|were|any|all|the|a|an|of|"
+    r"from|by|with|as|in|at|to|iclr|papers?|works?|submissions?|submit(?:ted|s)?|wrote|written|"
+    r"write|authored|authors?|co-?authors?|publish(?:ed)?|list|show|me|give|find|else|other|"
+    r"there|many|how|number|count|also)\b|[?!.,;:]", re.I)
+
+
+def with_authors(plan: Plan, text: str, said: list[tuple[str, tuple[int, int]]]) -> None:
+    """Filter ``plan`` by the authors ``said`` in ``text`` (:func:`rag.understand.authors.
+    authors_said`), in place: their names and the words around them ("'s papers", "submit",
+    "as an author") leave the search; what is left is the topic ("Chelsea Finn's papers on
+    meta-learning"), and with no topic left the plan reads the catalog ("bernhard scholkopf
+    papers": a list of that author's papers; a count, sort or extreme stays one)."""
+    plan.filters = plan.filters + [f"author={name}" for name, _ in said]
+    rest = text
+    for _, (a, b) in sorted((s for s in said), key=lambda s: -s[1][0]):
+        rest = rest[:a] + " " + rest[b:]
+    from rag.understand.slots import read_filters
+
+    left = read_filters(rest).query
+    if plan.papers not in ("search", "catalog", "named"):
+        return
+    if topics.has_topic(_AUTHOR_FRAME.sub(" ", left)):
+        plan.papers, plan.query = "search", left
+        plan.topic = topics.topic_phrase(left)
+        return
+    plan.papers, plan.query, plan.topic, plan.names, plan.ids = "catalog", "", "", [], []
+    if plan.op not in ("count", "list", "sort", "extreme"):
+        plan.op = "list"
+
+
 def per_year(plan: Plan, text: str, found: TurnSlots, context: TurnContext) -> None:
     """Make ``plan`` an answer per year (:attr:`rag.understand.plan.Plan.per_year`), in place:
     the years said leave the filters for :attr:`~rag.understand.plan.Plan.years`; a rating
@@ -322,7 +371,22 @@ def understand(question: str, history: Sequence[Turn], retriever: Retriever,
     """The :class:`Plan` of ``question`` after ``history``, read against ``retriever``'s index
     (its areas and its papers' names)."""
     return read_turn(question, context_from(history), reader, areas=retriever.area_names(),
-                     names=retriever.name_index())
+                     names=retriever.name_index(), authors=index_authors(retriever))
+
+
+def index_authors(retriever: Retriever) -> dict[str, str]:
+    """The author names of ``retriever``'s papers (:func:`rag.understand.authors.author_index`),
+    computed once per retriever; ``{}`` for a list without author names."""
+    from rag.understand.authors import author_index
+
+    cached = getattr(retriever, "_author_index", None)
+    if cached is None:
+        cached = author_index(getattr(retriever, "papers", {}).values())
+        try:
+            retriever._author_index = cached
+        except AttributeError:  # a retriever that takes no attributes: computed each time
+            pass
+    return cached
 
 
 # --- scoring ---------------------------------------------------------------------------------
