@@ -26,16 +26,14 @@ def table_html(trend) -> str:
     rows = "".join(f"<tr><td>{r.year}</td><td>{r.n:,}</td><td>{r.total:,}</td>"
                    f"<td>{html.escape(share_text(r).split('(')[1].rstrip(')'))}</td></tr>"
                    for r in trend.rows)
-    rule = {"membership": f"counted by meaning (relevance model, probability ≥ "
-                          f"{trend.threshold or 0:.2f}, searched within each year)",
-            "phrase": "counted by the phrase in title, keywords or abstract (too broad a topic "
-                      "for the relevance model)",
-            "catalog": "counted from the catalog"}.get(trend.rule, trend.rule)
+    from rag.chat.yearly import rule_text
+
+    rule = rule_text(trend) if trend.topic else "Counted from the catalog."
     scope = f" · filters: {', '.join(trend.filters)}" if trend.filters else ""
     return (f'<table class="pc-trend-table"><thead><tr><th>year</th><th>counted</th>'
             f"<th>of the year's papers</th><th>share</th></tr></thead><tbody>{rows}</tbody>"
             f'</table><p class="pc-trend-rule">{html.escape(direction_text(trend))} '
-            f"{html.escape(rule + scope)}.</p>")
+            f"{html.escape(rule + scope)}</p>")
 
 
 class TrendsHandlers:

@@ -159,6 +159,13 @@ def _on_topic_instead(plan: Plan, prev: Turn, used: Filters, scope: str,
     if every is None or not every.papers:
         return None
     matching = [p for p in every.papers if used.matches(p)]
+    # the model's candidates are the few hundred papers nearest the topic: searched again
+    # within the papers the filter admits, it finds those on the topic that ranked lower
+    # (on 19,630 papers, the orals on graph neural networks are not among the first 300)
+    scope_filters = used.merged(searched[1]) if searched[1] else used
+    inside = facets.topic_members(retriever, topic, scope_filters, within=scope_filters)
+    seen = {p.id for p in matching}
+    matching += [p for p in (inside.papers if inside is not None else []) if p.id not in seen]
     what = facets.describe(used)
     rule = (f"by the relevance model, probability of being about “{topic}” at least "
             f"{every.threshold:.2f}")

@@ -62,6 +62,18 @@ def run(plan: Plan, sel: Selection, retriever: Retriever) -> Outcome | None:
     return outcome(trend, retriever)
 
 
+def rule_text(trend: trends.Trend) -> str:
+    """How a topic's papers were counted, in one sentence (:func:`rag.conference.trends.topic_trend`)."""
+    phrases = " or ".join(f"“{p}”" for p in trend.phrases) or f"“{trend.topic}”"
+    if trend.rule == "membership+phrase":
+        return (f"A paper counts when the relevance model gives it a probability of at least "
+                f"{trend.threshold:.2f} of being about the topic (searched within each year's "
+                f"papers), or its title or keywords say {phrases}, or its abstract says it "
+                f"at least twice.")
+    return (f"A paper counts when its title or keywords say {phrases}, or its abstract says it "
+            f"at least twice.")
+
+
 def _what(trend: trends.Trend) -> str:
     what = facets.describe_plural(trend.filters) if trend.filters else "papers"
     return f"{what} about “{trend.topic}”" if trend.topic else what
@@ -80,15 +92,8 @@ def outcome(trend: trends.Trend, retriever: Retriever) -> Outcome:
     line = trends.direction_text(trend)
     if line:
         out.append(note(line))
-    if trend.rule == "membership":
-        out.append(note(f"Counted by meaning: the relevance model gives each paper of a year a "
-                        f"probability of being about the topic (searched within that year's "
-                        f"papers) and counts those at or above {trend.threshold:.2f}."))
-    elif trend.rule == "phrase":
-        out.append(note(f"Counted by the words: papers whose title, keywords or abstract contain "
-                        f"the phrase “{trend.topic}” (the topic is too broad in some year for "
-                        "the relevance model, which scores only the few hundred papers nearest "
-                        "it, so every year is counted by the phrase alike)."))
+    if trend.topic:
+        out.append(note(rule_text(trend)))
     hits = []
     for r in reversed(trend.rows):
         ids = trend.ids.get(r.year, [])[:SHOWN_PER_YEAR]

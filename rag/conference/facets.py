@@ -66,11 +66,20 @@ def by_rating(papers: Sequence[Paper], descending: bool = True) -> list[Paper]:
     return sorted(papers, key=key)
 
 
+def _singular(word: str) -> str:
+    """``word`` less a plural "s" ("gans" -> "gan", "networks" -> "network"; "process",
+    "virus", "analysis" and words of three letters or fewer are kept)."""
+    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        return word[:-1]
+    return word
+
+
 def phrase_pattern(topic: str) -> re.Pattern:
-    """The rule a topic count uses: the topic's words in order, each followed by an optional
-    plural "s", separated by spaces or hyphens, case-insensitive, on the normalised text
-    ("reinforcement learning" matches "Reinforcement-Learning" and "reinforcement learnings")."""
-    words = re.findall(r"[\w+]+", normalise(topic).lower())
+    """The rule a topic count uses: the topic's words in order, each in the singular and
+    followed by an optional plural "s", separated by spaces or hyphens, case-insensitive, on the
+    normalised text ("reinforcement learning" matches "Reinforcement-Learning" and
+    "reinforcement learnings"; "GANs" matches "GAN")."""
+    words = [_singular(w) for w in re.findall(r"[\w+]+", normalise(topic).lower())]
     body = r"[\s\-]+".join(re.escape(w) + r"(?:e?s)?" for w in words)
     return re.compile(rf"(?<![\w]){body}(?![\w])", re.I)
 

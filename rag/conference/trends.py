@@ -3,12 +3,16 @@ per-year totals), the papers a filter admits per year ("how many orals in 2018 v
 topic's papers per year with their share of that year's papers ("how did interest in GANs
 change since 2018?").
 
-A topic's papers are counted by the relevance model (:mod:`rag.retrieve.membership`), once per
-year with the search restricted to that year's papers the filters admit, so that a small year's
-papers (or a year's few orals) are not crowded out of the model's candidates by the rest. When the topic is too broad for the model in any
-year (:func:`rag.conference.facets.broad`), every year is counted by the phrase rule instead
-(:func:`rag.conference.facets.topic_count`), so that the years are counted alike; the answer
-states the rule either way.
+A paper counts for a topic in a year when the relevance model (:mod:`rag.retrieve.membership`)
+says it is about the topic, or its title or keywords contain the topic's phrase, or its abstract
+says it at least twice (:func:`rag.conference.facets.phrase_pattern`; each alternative of "X / Y" and a field acronym's
+spelled-out form: :func:`rag.understand.years.topic_alternatives`). The model is run once per
+year, its search restricted to that year's papers the filters admit, so that a small year's
+papers (or a year's few orals) are not crowded out of its candidates by the rest; it scores only
+the few hundred papers nearest the topic, so a broad topic ("reinforcement learning": 2,827
+papers of 2026 say it) is counted mostly by its words. Measured on the cross-year check set's
+tune half, either rule alone missed: the model alone counted 49 GAN papers in 2018 where about
+100 are, the phrase alone 9 graph-neural-network papers of 2018 where about 25 are.
 """
 
 from __future__ import annotations
@@ -47,7 +51,7 @@ class YearRow:
 class Trend:
     """Papers per year: ``rows`` ascending by year. ``topic`` is ``""`` for a count of the
     catalog alone; ``rule`` says how a topic's papers were counted (``"catalog"``,
-    ``"membership"`` or ``"phrase"``); ``filters`` are the filters every count is under;
+    ``"membership+phrase"``, or ``"phrase"`` where no relevance model applies: a fake retriever); ``filters`` are the filters every count is under;
     ``ids`` the counted papers of each year, most likely first (a topic's), for the answer's
     examples."""
 
@@ -57,6 +61,8 @@ class Trend:
     rows: list[YearRow]
     ids: dict[int, list[str]] = field(default_factory=dict)
     threshold: float | None = None
+    #: The phrases a paper's words are matched against (a topic's; :func:`topic_trend`).
+    phrases: list[str] = field(default_factory=list)
 
     def direction(self) -> tuple[str, float | None]:
         """``(word, ratio)`` of the last year's share against the first's: ``"up"`` or
@@ -80,7 +86,7 @@ class Trend:
         "n", "total", "share"}]}``: the ``trend`` object of ``ask --json``."""
         word, ratio = self.direction()
         return {"topic": self.topic, "rule": self.rule, "filters": list(self.filters),
-                "threshold": self.threshold, "direction": word,
+                "threshold": self.threshold, "phrases": list(self.phrases), "direction": word,
                 "ratio": round(ratio, 4) if ratio is not None else None,
                 "years": [{"year": r.year, "n": r.n, "total": r.total,
                            "share": round(r.share, 6)} for r in self.rows]}
@@ -90,7 +96,8 @@ class Trend:
         """The trend :meth:`to_json` gave."""
         return cls(d.get("topic", ""), d.get("rule", "catalog"), list(d.get("filters") or []),
                    [YearRow(int(r["year"]), int(r["n"]), int(r["total"]))
-                    for r in d.get("years") or []], threshold=d.get("threshold"))
+                    for r in d.get("years") or []], threshold=d.get("threshold"),
+                   phrases=list(d.get("phrases") or []))
 
 
 def _in_year(filters: Filters | None, year: int) -> Filters:
@@ -116,6 +123,16 @@ def catalog_trend(papers: dict[str, Paper], filters: Filters | None,
     return Trend("", "catalog", filters.as_strings() if filters else [], rows, ids)
 
 
+def _said_of(paper: Paper, pattern, text: str) -> bool:
+    """True when the phrase ``pattern`` is in ``paper``'s title or keywords, or at least twice
+    in its search text (``text``: title, keywords and abstract): a paper that names the topic
+    once in passing ("unlike GANs, ...") is not counted by its words."""
+    from rag.text import normalise
+
+    head = normalise(paper.title) + " " + " ".join(normalise(k) for k in paper.keywords)
+    return bool(pattern.search(head)) or len(pattern.findall(text)) >= 2
+
+
 def topic_trend(retriever, topic: str, filters: Filters | None, years: Iterable[int]) -> Trend:
     """Papers on ``topic`` in each of ``years`` among those ``filters`` admit, out of the year's
     papers the filters admit (see the module docstring for the rule).
@@ -123,33 +140,34 @@ def topic_trend(retriever, topic: str, filters: Filters | None, years: Iterable[
     Raises:
         ValueError: ``filters`` hold a year.
     """
+    from rag.understand.years import topic_alternatives
+
     if filters and "year" in filters.values:
         raise ValueError("a per-year count takes its years apart from its filters")
-    years = sorted(set(years))
-    found = {y: facets.topic_members(retriever, topic, _in_year(filters, y),
-                                     within=_in_year(filters, y)) for y in years}
     texts = retriever.search_texts()
+    phrases = topic_alternatives(topic)
     rows: list[YearRow] = []
     ids: dict[int, list[str]] = {}
-    by_phrase = any(f is None or facets.broad(f) for f in found.values())
     threshold = None
-    for y in years:
+    for y in sorted(set(years)):
         scope = _in_year(filters, y)
         total = len(facets.matching(retriever.papers, scope))
-        f = found[y]
-        if by_phrase:
-            matched = facets.topic_matches(topic, retriever.papers, texts, scope)
-            rows.append(YearRow(y, len(matched), total))
-            listed = f.papers if f is not None else []
-            on = {p.id for p in matched}
-            ids[y] = [p.id for p in listed if p.id in on] + \
-                [p.id for p in matched if p.id not in {q.id for q in listed}]
-        else:
-            rows.append(YearRow(y, len(f.papers), total))
-            ids[y] = [p.id for p in f.papers]
-            threshold = f.threshold
-    return Trend(topic, "phrase" if by_phrase else "membership",
-                 filters.as_strings() if filters else [], rows, ids, threshold)
+        found = facets.topic_members(retriever, topic, scope, within=scope)
+        members = [p.id for p in found.papers] if found is not None else []
+        if found is not None:
+            threshold = found.threshold
+        seen = set(members)
+        worded = []
+        for phrase in phrases:
+            pattern = facets.phrase_pattern(phrase)
+            for p in facets.topic_matches(phrase, retriever.papers, texts, scope):
+                if p.id not in seen and _said_of(p, pattern, texts.get(p.id, "")):
+                    seen.add(p.id)
+                    worded.append(p.id)
+        rows.append(YearRow(y, len(members) + len(worded), total))
+        ids[y] = members + worded
+    return Trend(topic, "membership+phrase" if threshold is not None else "phrase",
+                 filters.as_strings() if filters else [], rows, ids, threshold, phrases)
 
 
 def share_text(row: YearRow) -> str:

@@ -13,8 +13,8 @@ import re
 
 _PAPERS = r"(?:papers?|submissions?|works?|ones|articles)"
 # "oral papers", "rejected submissions", "spotlight works"
-_TIER_BEFORE = re.compile(rf"\b(orals?|spotlights?|posters?|rejected|withdrawn|accepted)\s+{_PAPERS}\b",
-                          re.I)
+_TIER_BEFORE = re.compile(rf"\b(orals?|spotlights?|posters?|rejected|withdrawn|accepted)\s+"
+                          rf"(?:(?:iclr\s+)?(?:19|20)\d\d\s+|iclr\s+)?{_PAPERS}\b", re.I)
 # "papers that were rejected", "submissions withdrawn", "how many papers got accepted as orals"
 _TIER_AFTER = re.compile(rf"\b{_PAPERS}\s+(?:(?:that|which)\s+)?(?:(?:were|was|got|are|is|have been|"
                          r"has been)\s+)?(rejected|withdrawn|accepted)(?:\s+as\s+(?:an?\s+)?"
@@ -22,6 +22,10 @@ _TIER_AFTER = re.compile(rf"\b{_PAPERS}\s+(?:(?:that|which)\s+)?(?:(?:were|was|g
 # "How many papers by X were rejected?": the decision said at the end, after other words
 _TIER_PASSIVE = re.compile(r"\b(?:were|was|got|have been|has been)\s+(rejected|withdrawn|accepted)"
                            r"\s*[?.!]*\s*$", re.I)
+# "invited to the workshop track", "workshop papers": ICLR 2018's fourth decision
+_WORKSHOP = re.compile(r"\b(?:(?:invited|moved|sent|relegated|demoted)\s+to\s+)?the\s+workshop\s+"
+                       r"track\b|\bworkshop[-\s]+(?:track\s+)?(?:papers?|submissions?|posters?|"
+                       r"decisions?)\b", re.I)
 # "among the orals", "accepted as an oral", "oral presentations", "the orals"
 _TIER_ALONE = re.compile(r"\b(?:(?:among|in|from|of)\s+(?:the\s+)?(orals|spotlights|posters)|"
                          r"accepted\s+as\s+(?:an?\s+)?(orals?|spotlights?|posters?)|"

@@ -135,6 +135,10 @@ _SURVEY_WORD = re.compile(r"^\W*(?:(?:a|an|give\s+me\s+(?:a|an))\s+)?(?:survey|o
 _LIKE_NAME = re.compile(r"\b(?:papers?|works?|ones|stuff|more|others?|anything|something)\s+"
                         r"(?:\w+\s+)?(?:like|similar\s+to|close\s+to|resembling|akin\s+to)\s+$",
                         re.I)
+#: A count of the list's papers in so many words ("how many submissions did ...", "the number
+#: of orals").
+_COUNTS_PAPERS = re.compile(r"\b(?:how\s+many|number\s+of|count\s+of)\s+(?:\w+\s+){0,2}?(?:papers|"
+                            r"submissions|works|orals|posters|spotlights|rejections)\b", re.I)
 #: "papers similar to the paper on X", "work closest to the 2026 paper that ...": the papers near
 #: a paper described rather than named.
 _LIKE_DESCRIBED = re.compile(
@@ -194,8 +198,11 @@ def read_turn(text: str, context: TurnContext, reader: TurnReader, *, areas: Seq
     if op != "refine" and years.asks_per_year(text):
         per_year(plan, text, found, context)
     out = probs.get("scope", {}).get("out", 0.0)
-    if out >= OUTSIDE_ABOVE and not said_authors and not (plan.op == "similar" and plan.ids):
-        # (a paper's neighbours are always in the list: "any 2026 follow-ups to <title>?")
+    if out >= OUTSIDE_ABOVE and not said_authors and not (plan.op == "similar" and plan.ids) \
+            and not (plan.papers == "catalog" and plan.op == "count" and plan.filters and
+                     _COUNTS_PAPERS.search(text)):
+        # (a paper's neighbours are always in the list: "any 2026 follow-ups to <title>?"; so
+        # is a count of its papers under a filter: "how many submissions did iclr 2026 get")
         plan.outside = True
         plan.confidence = round(out, 4)  # the reading taken is "outside": as sure as that
     return plan

@@ -39,7 +39,7 @@ from rag.understand.filter_words import (MAX_AUTHOR_CHARS, _AFTER_THRESHOLD, _AU
                                          _DROP_RATING, _GOT_RATING, _ONLY_RATING, _OPS, _PLUS,
                                          _RATING, _RATING_AVERAGE, _RATING_WORD, _SIDED, _SORT,
                                          _STATUS_ASKED, _TIER_AFTER, _TIER_ALONE, _TIER_BEFORE,
-                                         _TIER_PASSIVE, _TIER_WORD, _YEAR, _side)
+                                         _TIER_PASSIVE, _TIER_WORD, _WORKSHOP, _YEAR, _side)
 from rag.understand.topics import has_topic
 
 
@@ -182,6 +182,8 @@ def read_filters(question: str, *, areas: Sequence[str] = ()) -> FilterSlots:
     for m in _TIER_ALONE.finditer(question):
         word = next(g for g in m.groups() if g)
         take(m, "status", _TIER_WORD[word.lower()])
+    for m in _WORKSHOP.finditer(question):
+        take(m, "status", "workshop")
     if "accepted" in values.get("status", []) and len(values["status"]) > 1:
         values["status"].remove("accepted")  # "accepted as an oral": the tier says more
     for m in _DROP_RATING.finditer(question):  # before "rated under 5" is read as the filter

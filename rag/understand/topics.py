@@ -81,17 +81,21 @@ _TRAILER = re.compile(r"\s*(?:(?:in|at|from)?\s*(?:this|the)\s+(?:index|list|cor
                       r"\s*[?.!]*\s*$", re.I)
 #: A preposition a topic was said with ("orals on diffusion language models" less its filter
 #: leaves "on diffusion language models"): not part of the topic's phrase.
-_TOPIC_LEAD = re.compile(r"^(?:(?:(?:any|the|all|some)\s+)?(?:papers?|works?|research)\s+)?"
+_TOPIC_LEAD = re.compile(r"^(?:(?:list|show|find|give)\s+(?:me\s+)?)?(?:(?:(?:any|the|all|some)\s+)?"
+                         r"(?:papers?|works?|research|submissions?)\s+)?"
                          r"(?:about|on|regarding|concerning)\s+(?=\w)", re.I)
+#: "GAN papers", "diffusion model submissions": the noun after a topic is no part of it.
+_TOPIC_TAIL = re.compile(r"(?<=\w)\s+(?:papers?|works?|submissions?)\s*$", re.I)
 #: Words before the noun that point at the set, not at a topic ("of the papers", "these").
 _COUNT_SET = re.compile(r"^(?:(?:of|among)\s+)?(?:the|these|those|all|all\s+the)\s+", re.I)
 
 
 def topic_phrase(query: str) -> str:
-    """``query`` without a leading preposition (:data:`_TOPIC_LEAD`) or a trailing question mark:
-    "on diffusion language models" and "papers on diffusion language models?" -> "diffusion
+    """``query`` without a leading preposition (:data:`_TOPIC_LEAD`), a trailing "papers"
+    (:data:`_TOPIC_TAIL`) or a trailing question mark: "on diffusion language models", "papers
+    on diffusion language models?" and "diffusion language models papers" -> "diffusion
     language models"."""
-    return _TOPIC_LEAD.sub("", query).rstrip(" ?.!")
+    return _TOPIC_TAIL.sub("", _TOPIC_LEAD.sub("", query).rstrip(" ?.!"))
 
 
 #: The frame of a survey question around its topic ("Which papers study X?", "What work is there

@@ -27,7 +27,8 @@ _CHANGE = re.compile(
     r"\b(?:chang\w*|grow\w*|grew|declin\w*|evolv\w*|shift\w*|rise|rose|risen|rising|fall|fell|"
     r"fallen|drop\w*|increas\w*|decreas\w*|popular\w*|interest|share|proportion|fraction|"
     r"percent\w*|more|fewer|less|compar\w*|vs\.?|versus|how\s+many|number\s+of|count\w*|"
-    r"differ\w*|went|gone|up|down)\b", re.I)
+    r"differ\w*|went|gone|up|down|bigger|smaller|larger|big|small|hot|hotter|part\s+of|"
+    r"died?|dying|dead|faded?|boom\w*)\b", re.I)
 _NOW = re.compile(r"\b(?:now|today|nowadays|these\s+days|currently|this\s+year|anymore|"
                   r"recent(?:ly)?|lately)\b", re.I)
 _SINCE = re.compile(rf"\bsince\s+(?:{_YEAR}|then)\b|\bfrom\s+{_YEAR}\s+(?:to|till|until|through)"
@@ -59,12 +60,16 @@ _FRAME = re.compile(
     rf"[-\s]+year\b|\bover\s+(?:the\s+)?(?:years|time)\b|\bacross\s+(?:the\s+)?(?:years|"
     rf"editions)\b|\bthrough\s+the\s+years\b|\bsince\s+(?:{_YEAR}|then)\b|\b(?:from|between)\s+"
     rf"(?:{_YEAR})?\s*(?:to|and|till|until|through)\s+(?:{_YEAR}|now|today)?\b|"
-    rf"\b(?:in|of|for)\s+both\s+years\b|\bmore\s+or\s+less\b|\b(?:as\s+)?(?:a\s+)?"
+    rf"\b(?:in|of|for)\s+both\s+years\b|\bbetween\s+and\b|\bfrom\s+to\b|\bmore\s+or\s+less\b|\b(?:as\s+)?(?:a\s+)?"
     rf"(?:share|proportion|fraction|percentage)\s+of\s+(?:(?:all|the|each|that)\s+)?(?:year'?s?\s+)?"
     rf"(?:papers?|submissions?|works?|accepted\s+papers?)?\b|\b(?:in\s+)?(?:{_YEAR}|now|today|"
     rf"nowadays|these\s+days|this\s+year|back\s+then|then)\s*(?:,|\?|$)|\b(?:in\s+)?{_YEAR}\b|"
     rf"\b(?:vs\.?|versus|or|and|than|compared\s+(?:to|with))\s+(?:in\s+)?(?:now|today|"
     rf"nowadays|these\s+days|this\s+year|then)\b", re.I)
+#: A parenthetical aside ("(in any area)", "(oral + poster together)").
+_PAREN = re.compile(r"\([^)]*\)|\[[^\]]*\]")
+#: A dash or colon between a topic and a question about it.
+_DASH = re.compile(r"\s+[-–—:]+\s+|\s*[–—]\s*")
 #: Words a per-year question's topic never starts or ends with.
 _EDGE = frozenset("""how did does do has have had is are was were what what's whats which show
     me plot chart give tell the a an of on about in for to than then now today or and vs
@@ -76,7 +81,8 @@ _EDGE = frozenset("""how did does do has have had is are was were what what's wh
     every by there been at iclr conference icrl between from till until through it its that
     this these those got get accepted topic topics field area on? went gone up down become
     became anymore nowadays still so really actually submitted published orals posters
-    spotlights rated""".split())
+    spotlights rated all part bigger smaller larger big small hot hotter did die died dying dead
+    out fade faded""".split())
 
 
 #: Field acronyms a per-year topic is said by alone, spelled out: a count by meaning or by
@@ -90,6 +96,18 @@ ACRONYMS = {"rl": "reinforcement learning", "marl": "multi-agent reinforcement l
             "cnn": "convolutional neural networks", "cnns": "convolutional neural networks",
             "rnn": "recurrent neural networks", "rnns": "recurrent neural networks",
             "lstm": "LSTM", "nerf": "neural radiance fields", "nerfs": "neural radiance fields"}
+#: More field terms with their other spellings, for a per-year count's words only (the topic
+#: keeps the spelling said): "GANs" are "generative adversarial networks", LLMs are language
+#: models.
+SPELLINGS = {"gan": ["generative adversarial networks"],
+             "generative adversarial network": ["GAN"],
+             "llm": ["large language models"], "large language model": ["LLM"],
+             "language model": ["LLM", "large language models"],
+             "vit": ["vision transformers"], "vision transformer": ["ViT"],
+             "graph neural network": ["GNN"], "recurrent neural network": ["RNN"],
+             "reinforcement learning": ["RL"], "variational autoencoder": ["VAE"],
+             "convolutional neural network": ["CNN"], "neural radiance field": ["NeRF"],
+             "neural architecture search": ["NAS"]}
 
 
 def trend_topic(query: str) -> str:
@@ -98,14 +116,59 @@ def trend_topic(query: str) -> str:
     "share of papers on graph neural networks per year" -> "graph neural networks"; a topic
     that is a field acronym alone is spelled out: "RL" -> "reinforcement learning",
     :data:`ACRONYMS`); ``""`` when nothing is left (a count of the catalog per year)."""
-    from rag.understand.topics import count_topic
+    from rag.understand.topics import count_topic, has_topic
 
-    s = _FRAME.sub(" ", query)
+    s = _PAREN.sub(" ", query)
+    head = _DASH.split(s)
+    if len(head) > 1 and has_topic(head[0]):
+        s = head[0]  # "RNN and LSTM papers per year - did they die out?"
+    s = _FRAME.sub(" ", s)
     s = count_topic(s.strip()) or s
     words = s.replace("?", " ").replace("!", " ").split()
-    while words and words[0].lower().strip(",.;:'\"") in _EDGE:
+    def edge(word: str) -> bool:
+        bare = word.lower().strip(",.;:'\"-–—")
+        return not bare or bare in _EDGE
+
+    while words and edge(words[0]):
         words.pop(0)
-    while words and words[-1].lower().strip(",.;:'\"") in _EDGE:
+    while words and edge(words[-1]):
         words.pop()
     topic = " ".join(words).strip(" ,.;:'\"")
     return ACRONYMS.get(topic.lower(), topic)
+
+
+_ALT_SPLIT = re.compile(r"\s*(?:/|\bor\b|\bvs\.?|&|,)\s*", re.I)
+_AND_SPLIT = re.compile(r"\s+and\s+", re.I)
+
+
+def topic_alternatives(topic: str) -> list[str]:
+    """The phrases a per-year count of ``topic`` matches by its words: the topic split at "/",
+    "or", "&" and commas ("adversarial examples / adversarial robustness"), and at "and" when
+    every part is one word ("RNN and LSTM"), each field acronym with its spelled-out form
+    beside it and the other spellings of a field term (:data:`ACRONYMS`, :data:`SPELLINGS`:
+    "RNN" and "recurrent neural networks"); in order, once each."""
+    parts = [p for p in _ALT_SPLIT.split(topic) if p.strip()]
+    out: list[str] = []
+    for part in parts or [topic]:
+        pieces = _AND_SPLIT.split(part)
+        if len(pieces) > 1 and all(len(x.split()) == 1 for x in pieces):
+            out += pieces
+        else:
+            out.append(part)
+    spelled = [ACRONYMS[w.lower()] for w in out if w.lower() in ACRONYMS]
+    other = [x for w in out for x in SPELLINGS.get(_plain(w), [])]
+    seen: set[str] = set()
+    kept = []
+    for x in out + spelled + other:
+        if x.strip() and _plain(x) not in seen:
+            seen.add(_plain(x))
+            kept.append(x.strip())
+    return kept
+
+
+def _plain(phrase: str) -> str:
+    """A phrase lower-cased, its words singular ("Graph Neural Networks" -> "graph neural
+    network"), hyphens as spaces."""
+    words = phrase.lower().replace("-", " ").split()
+    return " ".join(w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w
+                    for w in words)
