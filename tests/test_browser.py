@@ -853,3 +853,78 @@ def test_region_labels_never_overlap_each_other_nor_the_answers_marks(watched, c
     narrow = page.evaluate(VISIBLE_LABELS, MAP_GD)
     assert narrow and overlaps(narrow) == []
     assert watched.external == [] and watched.dialogs == [] and watched.errors == []
+
+
+# --- the Trends tab: a topic's share per year over an index of two lists -----------------------
+TREND_GD = "#pc-trend .js-plotly-plot"
+TREND_META = """(sel) => { const g = document.querySelector(sel);
+  return g && g.data && g.data.length && g.layout && g.layout.meta ? g.layout.meta : null; }"""
+
+
+@pytest.fixture(scope="module")
+def years_server(tmp_path_factory):
+    """The seed list with seven papers made ICLR 2018 ones (tests/test_trends.py), indexed as
+    ``years`` with the real embedder and served; returns ``(server, index dir)``."""
+    import json
+
+    from tests.test_trends import two_year_records
+
+    home = tmp_path_factory.mktemp("years")
+    path = home / "two_years.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in two_year_records()), encoding="utf-8")
+    subprocess.run(paperchat_cmd() + ["index", str(path), "--name", "years", "--quiet"],
+                   cwd=ROOT, env=run_env(home), check=True, timeout=START_TIMEOUT,
+                   capture_output=True)
+    server = Server(home, "--index", "years").wait()
+    yield server, home / "indexes" / "years"
+    server.stop()
+
+
+def test_trends_tab_charts_a_count_per_year_and_a_topic_against_the_catalog(watched,
+                                                                           years_server):
+    from index.catalog import Catalog
+    from rag.conference.facets import phrase_pattern
+    from rag.text import normalise
+    from rag.types import status_tier
+
+    server, index_dir = years_server
+    catalog = Catalog(index_dir / "papers.sqlite")
+    totals = catalog.year_totals()
+    papers = [p for p, _ in catalog.papers()]
+    orals = {y: sum(1 for p in papers if p.year == y and status_tier(p.status) == "oral")
+             for y in totals}
+    assert len(totals) == 2 and all(orals.values())
+
+    page = watched.page
+    page.goto(server.url)
+    header = page.inner_text("#pc-header")
+    assert all(f"{y}: {n:,}" in header for y, n in totals.items()), header
+
+    # an answer per year opens the Trends tab on its own numbers
+    watched.ask("how many orals in 2018 vs 2026?")
+    page.wait_for_function(f"() => ({TREND_META})('{TREND_GD}')", timeout=ANSWER_TIMEOUT)
+    meta = page.evaluate(TREND_META, TREND_GD)
+    assert meta["years"] == sorted(totals)
+    assert meta["total"] == [totals[y] for y in sorted(totals)]
+    assert meta["n"] == [orals[y] for y in sorted(totals)]
+    assert page.get_by_role("tab", name="Trends").get_attribute("aria-selected") == "true"
+    table = page.inner_text("#pc-trend-numbers")
+    assert all(str(totals[y]) in table for y in totals), table
+
+    # a topic typed in: its share per year, out of the same per-year totals
+    page.fill("#pc-trend-topic textarea, #pc-trend-topic input", "reinforcement learning")
+    page.click("#pc-trend-show")
+    page.wait_for_function(f"() => {{ const m = ({TREND_META})('{TREND_GD}');"
+                           " return m && m.topic === 'reinforcement learning'; }",
+                           timeout=ANSWER_TIMEOUT)
+    meta = page.evaluate(TREND_META, TREND_GD)
+    assert meta["total"] == [totals[y] for y in sorted(totals)]
+    pattern = phrase_pattern("reinforcement learning")
+    for y, n, total in zip(meta["years"], meta["n"], meta["total"]):
+        # at least the papers whose title or keywords say it (the rule counts those), at most all
+        said = sum(1 for p in papers if p.year == y and pattern.search(
+            normalise(p.title) + " " + " ".join(p.keywords)))
+        assert said <= n <= total, (y, said, n, total)
+    bars = page.evaluate(f"() => document.querySelector('{TREND_GD}').data[0].text")
+    assert bars == [f"{n} of {t}" for n, t in zip(meta["n"], meta["total"])]
+    assert not watched.errors and not watched.external

@@ -1,0 +1,269 @@
+"""Several lists in one index and answers across years (issue 34): reading a turn per year
+(rag/understand/years.py), author names said in any frame (rag/understand/authors.py), counts per
+year (rag/conference/trends.py), their chart (rag/conference/trendfigure.py), the answers
+(rag/chat/yearly.py) and the ``trend`` of ``ask --json``.
+
+Expected values are written by hand or counted in the test from the list it indexes (the seed
+corpus with seven papers made ICLR 2018 ones), never taken from the code under test."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import SEED
+
+#: Seed papers made 2018 papers in the two-year list, with a 2018 decision each.
+AS_2018 = {0: "Oral", 1: "Poster", 2: "Reject", 3: "Reject", 4: "Workshop", 5: "Poster",
+           6: "Oral"}
+#: 2026 seed papers made orals.
+ORALS_2026 = (7, 8)
+#: Authors given to two 2018 papers (ICLR 2026 was anonymous).
+AUTHORS = {0: ["Ada Lovelace", "Alan Turing"], 5: ["Ada Lovelace"]}
+
+
+def two_year_records() -> list[dict]:
+    rows = [json.loads(line) for line in SEED.read_text(encoding="utf-8").splitlines()
+            if line.strip()]
+    for i, rec in enumerate(rows):
+        rec["ratings"] = [1 + (i * 3) % 9, 1 + (i * 5) % 9, 1 + (i * 7) % 8]  # made up, fixed
+        if i in AS_2018:
+            rec.update(year=2018, venue="ICLR 2018", status=AS_2018[i],
+                       authors=AUTHORS.get(i))
+        elif i in ORALS_2026:
+            rec["status"] = "Accept (Oral)"
+    return rows
+
+
+@pytest.fixture
+def two_years(tmp_path, settings, fake_embedder):
+    """The two-year list indexed with the fake embedder: (settings, retriever, records)."""
+    from index.build import build_index
+    from rag.retrieve.retriever import Retriever
+
+    rows = two_year_records()
+    path = tmp_path / "two_years.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    build_index(path, settings=settings, embedder=fake_embedder, progress=False,
+                log=lambda m: None)
+    return settings, Retriever.open(settings, fake_embedder), rows
+
+
+def ask(question, settings, retriever, scripted, history=None):
+    from rag.chat.answer import answer
+
+    return answer(question, retriever=retriever, generator=scripted, settings=settings,
+                  history=history or [])
+
+
+# --- reading a turn ----------------------------------------------------------------------------
+@pytest.mark.parametrize("text, per_year", [
+    ("how did interest in GANs change since 2018?", True),
+    ("how many orals in 2018 vs 2026?", True),
+    ("is meta-learning more or less popular now than in 2018?", True),
+    ("share of papers on graph neural networks per year", True),
+    ("how many papers were submitted in each year?", True),
+    ("diffusion models over the years", True),
+    ("papers from 2018 and 2026 on GANs", False),          # papers of both years, no count
+    ("2018 papers on adversarial examples", False),
+    ("how many orals did ICLR 2018 have?", False),         # one year
+    ("distribution shift when the data changed over time in streams", False),
+    ("time series trend forecasting with transformers", False),
+])
+def test_a_turn_asks_per_year_when_it_says_so(text, per_year):
+    from rag.understand.years import asks_per_year
+
+    assert asks_per_year(text) is per_year
+
+
+@pytest.mark.parametrize("query, topic", [
+    ("how did interest in GANs change since", "GANs"),
+    ("is meta-learning more or less popular now than in", "meta-learning"),
+    ("share of papers on graph neural networks per year", "graph neural networks"),
+    ("RNN and LSTM papers per year - did they die out?", "RNN and LSTM"),
+    ("how many papers about reinforcement learning (in any area) were submitted", "reinforcement learning"),
+    ("were there more on RL in or now?", "reinforcement learning"),   # a field acronym alone
+    ("how many papers per year?", ""),
+])
+def test_the_topic_of_a_per_year_question_loses_its_frame(query, topic):
+    from rag.understand.years import trend_topic
+
+    assert trend_topic(query) == topic
+
+
+def test_a_topic_counted_by_its_words_takes_its_alternatives_and_spellings():
+    from rag.understand.years import topic_alternatives
+
+    assert topic_alternatives("adversarial examples / adversarial robustness") == \
+        ["adversarial examples", "adversarial robustness"]
+    assert topic_alternatives("RNN and LSTM") == ["RNN", "LSTM", "recurrent neural networks"]
+    assert topic_alternatives("GANs") == ["GANs", "generative adversarial networks"]
+    # "and" between phrases is one compositional topic, not two
+    assert topic_alternatives("federated learning and differential privacy") == \
+        ["federated learning and differential privacy"]
+
+
+def test_author_names_of_the_list_are_read_in_any_frame():
+    from rag.understand.authors import author_index, authors_said
+    from rag.types import Paper
+
+    names = author_index([Paper("a", "t", "x", authors=["Bernhard Schölkopf", "Dawn Song"]),
+                          Paper("b", "t", "x", authors=["Deep Learning", "Yoshua Bengio"])])
+    assert "deep learning" not in names  # no filter on every question that says it
+    text = "bernhard scholkopf papers and Dawn Song's too"
+    found = authors_said(text, names)
+    assert [n for n, _ in found] == ["Bernhard Schölkopf", "Dawn Song"]
+    (a, b) = found[1][1]
+    assert text[a:b] == "Dawn Song"  # the possessive stays outside
+    assert authors_said("papers on deep learning", names) == []
+
+
+# --- counting per year ------------------------------------------------------------------------
+def _papers():
+    from rag.types import Paper
+
+    rows = [("a", 2018, "Oral"), ("b", 2018, "Poster"), ("c", 2018, "Reject"),
+            ("d", 2018, "Reject"), ("e", 2026, "Accept (Oral)"), ("f", 2026, "Accept (Poster)"),
+            ("g", 2026, "Not accepted (Reject, or withdrawn after 2025-11-22)"),
+            ("h", 2026, "Accept (Poster)"), ("i", 2026, "Accept (Poster)"), ("j", None, "Oral")]
+    return {pid: Paper(pid, pid, "x", status=s, year=y) for pid, y, s in rows}
+
+
+def test_a_catalog_count_per_year_counts_each_year_and_its_share():
+    from rag.conference.trends import catalog_trend, year_totals
+    from rag.filters import Filters
+
+    papers = _papers()
+    assert year_totals(papers.values()) == {2018: 4, 2026: 5}  # the yearless paper is left out
+    t = catalog_trend(papers, Filters.parse(["status=oral"]), [2026, 2018])
+    assert [(r.year, r.n, r.total) for r in t.rows] == [(2018, 1, 4), (2026, 1, 5)]
+    assert t.rows[0].share == 0.25 and t.rows[1].share == 0.2
+    assert t.direction() == ("down", pytest.approx(0.8))
+    accepted = catalog_trend(papers, Filters.parse(["status=accepted"]), [2018, 2026])
+    assert [r.n for r in accepted.rows] == [2, 4]
+    assert accepted.direction()[0] == "up"
+    with pytest.raises(ValueError):
+        catalog_trend(papers, Filters.parse(["year=2018"]), [2018, 2026])
+
+
+def test_the_direction_is_said_in_words_and_survives_json():
+    from rag.conference.trends import Trend, YearRow, direction_text, table_markdown
+
+    t = Trend("GANs", "membership+phrase", [], [YearRow(2018, 50, 1000), YearRow(2026, 100, 20000)],
+              threshold=0.25, phrases=["GANs"])
+    assert t.direction() == ("down", pytest.approx(0.1))
+    assert direction_text(t) == ("The share fell from 5.0% in 2018 to 0.50% in 2026, about 1/10 "
+                                 "of its 2018 share.")
+    up = Trend("LLMs", "phrase", [], [YearRow(2018, 1, 1000), YearRow(2026, 600, 20000)])
+    assert "rose from 0.10% in 2018 to 3.0% in 2026, about 30.0x" in direction_text(up)
+    table = table_markdown(t, "on “GANs”", "papers that year")
+    assert table.splitlines()[2] == "| 2018 | 50 | 1,000 | 5.0% |"
+    back = Trend.from_json(json.loads(json.dumps(t.to_json())))
+    assert [(r.year, r.n, r.total) for r in back.rows] == [(2018, 50, 1000), (2026, 100, 20000)]
+    assert t.to_json()["direction"] == "down" and back.phrases == ["GANs"]
+
+
+def test_the_chart_has_one_bar_per_year_with_its_numbers():
+    from rag.conference.trendfigure import BARS_ROLE, trend_figure
+    from rag.conference.trends import Trend, YearRow
+
+    fig = trend_figure(Trend("", "catalog", ["status=oral"],
+                             [YearRow(2018, 23, 995), YearRow(2026, 224, 19630)]))
+    bars = [t for t in fig.data if t.meta == BARS_ROLE]
+    assert len(bars) == 1
+    assert list(bars[0].x) == ["2018", "2026"]
+    assert list(bars[0].y) == pytest.approx([100 * 23 / 995, 100 * 224 / 19630])
+    assert list(bars[0].text) == ["23 of 995", "224 of 19,630"]
+    assert fig.layout.meta["total"] == [995, 19630]
+    assert "Orals" in fig.layout.title.text
+
+
+def test_removing_per_year_from_the_plan_gives_back_its_years_as_filters():
+    from rag.understand.plan import Plan
+
+    plan = Plan(papers="catalog", op="count", filters=["status=oral"], per_year=True,
+                years=[2018, 2026])
+    assert ("per_year", "per year (2018, 2026)") in plan.parts()
+    back = plan.without("per_year")
+    assert not back.per_year and back.filters == ["status=oral", "year=2018", "year=2026"]
+
+
+# --- answers over a two-year index (fake embedder) ------------------------------------------
+def test_orals_per_year_are_counted_from_the_list(two_years, scripted):
+    settings, retriever, rows = two_years
+    ans = ask("how many orals in 2018 vs 2026?", settings, retriever, scripted)
+    per_year = {r["year"]: (r["n"], r["total"]) for r in ans.trend["years"]}
+    n18 = sum(1 for r in rows if r.get("year") == 2018 and r["status"] == "Oral")
+    n26 = sum(1 for r in rows if r.get("year") != 2018 and r["status"] == "Accept (Oral)")
+    assert per_year == {2018: (n18, len(AS_2018)), 2026: (n26, len(rows) - len(AS_2018))}
+    assert ans.plan["per_year"] and not any(f.startswith("year=") for f in ans.plan["filters"])
+    assert f"| 2018 | {n18} | {len(AS_2018)} |" in ans.text
+    assert not ans.refused
+
+
+def test_a_topic_per_year_states_its_rule_and_counts_within_each_year(two_years, scripted):
+    from rag.compose.rendering import answer_json
+
+    settings, retriever, rows = two_years
+    ans = ask("how did interest in reinforcement learning change since 2018?", settings,
+              retriever, scripted)
+    assert ans.trend["topic"] == "reinforcement learning"
+    totals = {r["year"]: r["total"] for r in ans.trend["years"]}
+    assert totals == {2018: len(AS_2018), 2026: len(rows) - len(AS_2018)}
+    # the words alone already count these (title/keywords say it, or the abstract twice)
+    worded = {r["id"] for r in rows if "reinforcement learning" in
+              (r["title"] + " " + " ".join(r["keywords"])).lower()}
+    assert worded
+    for r in ans.trend["years"]:
+        assert r["n"] <= r["total"]
+    assert sum(r["n"] for r in ans.trend["years"]) >= len(worded)
+    assert "A paper counts when" in ans.text
+    out = answer_json(ans)
+    assert out["trend"]["years"][0]["year"] == 2018
+    assert {h["year"] for h in out["hits"]} <= {2018, 2026} and "venue" in out["hits"][0]
+
+
+def test_the_best_rated_paper_of_each_year(two_years, scripted):
+    settings, retriever, rows = two_years
+    ans = ask("highest rated paper of each year", settings, retriever, scripted)
+
+    def mean(r):
+        return round(sum(r["ratings"]) / len(r["ratings"]), 2)
+
+    best = {}
+    for r in rows:
+        y = r.get("year") or 2026
+        m = mean(r)
+        if m is not None and (y not in best or m > best[y][0]):
+            best[y] = (m, r["id"])
+    shown = {h.paper.year: h.id for h in ans.hits}
+    assert set(shown) == {2018, 2026} and len(ans.hits) == 2
+    for y, (m, pid) in best.items():
+        top = [r["id"] for r in rows if (r.get("year") or 2026) == y and mean(r) == m]
+        assert shown[y] in top
+
+
+def test_similar_papers_of_another_year_keep_the_years_for_the_neighbours(two_years, scripted):
+    settings, retriever, rows = two_years
+    target = rows[10]  # a 2026 paper
+    ans = ask(f"which 2018 papers are closest to “{target['title']}”?", settings, retriever,
+              scripted)
+    assert ans.hits and all(h.paper.year == 2018 for h in ans.hits)
+    assert target["id"] not in {h.id for h in ans.hits}
+
+
+def test_an_author_said_in_any_frame_lists_their_papers(two_years, scripted):
+    settings, retriever, rows = two_years
+    theirs = {rows[i]["id"] for i, names in AUTHORS.items() if "Ada Lovelace" in names}
+    ans = ask("what did ada lovelace submit?", settings, retriever, scripted)
+    assert {h.id for h in ans.hits} == theirs
+    assert "author=Ada Lovelace" in ans.filters_applied
+
+
+def test_a_per_year_question_on_a_one_year_index_says_so(fake_index, scripted):
+    settings, retriever = fake_index
+    ans = ask("how many papers per year?", settings, retriever, scripted)
+    assert "holds papers of 2026 only" in ans.text
+    assert ans.trend is None
