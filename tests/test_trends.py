@@ -267,3 +267,29 @@ def test_a_per_year_question_on_a_one_year_index_says_so(fake_index, scripted):
     ans = ask("how many papers per year?", settings, retriever, scripted)
     assert "holds papers of 2026 only" in ans.text
     assert ans.trend is None
+
+
+def test_the_map_colours_by_year_oldest_first():
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from rag.conference.mapfigure import map_figure
+
+    papers = _papers()
+    ids = sorted(papers)
+    layout = SimpleNamespace(ids=ids, xy=np.zeros((len(ids), 2), dtype=np.float32), labels=[])
+    fig = map_figure(layout, papers, color_by="year")
+    groups = {t.meta: len(t.x) for t in fig.data if str(t.meta).startswith("pc-year-")}
+    assert groups == {"pc-year-0": 4, "pc-year-1": 5, "pc-year-2": 1}  # 2018, 2026, no year
+    names = [t.name for t in fig.data if str(t.meta).startswith("pc-year-")]
+    assert names[0].startswith("2018") and names[1].startswith("2026")
+
+
+def test_a_card_names_the_papers_venue():
+    from rag.types import Hit, Paper
+    from ui.cards import card_html
+
+    html = card_html(1, Hit(Paper("a", "t", "x", venue="ICLR 2018", year=2018), 1.0))
+    assert '<span class="pc-venue">ICLR 2018</span>' in html
+    assert "pc-venue" not in card_html(1, Hit(Paper("b", "t", "x"), 1.0))

@@ -37,7 +37,8 @@ def status_class(status: str) -> str:
 
 
 def card_html(n: int, hit: Hit, citation: Citation | None = None, *, more: bool = True) -> str:
-    """One paper card: ``[n]`` title (link, new tab), status, primary area, reviewer rating
+    """One paper card: ``[n]`` title (link, new tab), status, venue (``ICLR 2018``), primary
+    area, reviewer rating
     (``rating 6.0 · 4 reviews, 4–8``; nothing when unrated), score, evidence, and (``more``) a
     "More like this" button whose ``data-paper`` is the paper id (escaped).
 
@@ -63,6 +64,9 @@ def card_html(n: int, hit: Hit, citation: Citation | None = None, *, more: bool 
     if paper.status:
         badge = status_class(paper.status)
         meta.append(f'<span class="pc-badge {badge}">{esc(paper.status)}</span>')
+    venue = (paper.venue or "").strip() or (str(paper.year) if paper.year else "")
+    if venue:
+        meta.append(f'<span class="pc-venue">{esc(venue)}</span>')
     if paper.primary_area:
         meta.append(f'<span class="pc-area">{esc(paper.primary_area)}</span>')
     rating = paper.rating_text()

@@ -40,7 +40,8 @@ MAP_TICK_S = 2.0
 #: Height of the map in the Map tab, px (the histogram and the area table follow below it).
 MAP_HEIGHT = 600
 #: "Colour by" choices (label, :func:`rag.conference.mapfigure.map_figure` ``color_by``).
-COLOR_CHOICES = [("colour by primary area", "primary_area"), ("colour by decision", "decision")]
+COLOR_CHOICES = [("colour by primary area", "primary_area"), ("colour by decision", "decision"),
+                 ("colour by year", "year")]
 #: The question a click on a map point asks (the title in curly quotes).
 ASK_ABOUT = "Tell me about \u201c{title}\u201d"
 

@@ -66,7 +66,7 @@ AREA_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
                "#7f7f7f", "#bcbd22", "#17becf", "#393b79", "#637939", "#8c6d31", "#843c39",
                "#7b4173", "#3182bd", "#e6550d", "#31a354", "#756bb1", "#636363", "#fd8d3c",
                "#74c476", "#9e9ac8", "#d6616b")
-COLOR_BY = ("primary_area", "decision")
+COLOR_BY = ("primary_area", "decision", "year")
 DIMMED_COLOR = "#d4d4d4"
 #: Hover label of a map point: the title (``hovertext``) in bold, then decision and rating
 #: (``text``), and beside it its area or decision in full (each trace's template puts its own
@@ -139,7 +139,8 @@ def map_figure(layout, papers: Mapping[str, Paper], *, color_by: str = "primary_
     Args:
         layout: an :class:`index.layout.Layout` (``ids``, ``xy``, ``labels``).
         papers: paper id -> :class:`Paper` (a retriever's ``papers``).
-        color_by: ``"primary_area"`` (also ``"area"``) or ``"decision"``.
+        color_by: ``"primary_area"`` (also ``"area"``), ``"decision"`` or ``"year"`` (an
+            index of several lists).
         highlight: ``(n, paper id)`` of the answer's papers, drawn on top labelled ``[n]``; ids
             not on the map are skipped.
         filters: papers that do not match are dimmed (one grey trace underneath); None or empty:
@@ -175,7 +176,8 @@ def map_figure(layout, papers: Mapping[str, Paper], *, color_by: str = "primary_
         if filters and not filters.matches(paper):
             dimmed.append(i)
             continue
-        key = area_of(paper) if color_by == "primary_area" else decision(paper)
+        key = area_of(paper) if color_by == "primary_area" else decision(paper) \
+            if color_by == "decision" else (str(paper.year) if paper.year else "no year")
         groups.setdefault(key, []).append(i)
 
     def points(idx: list[int], **kw) -> "go.Scattergl":
@@ -202,6 +204,10 @@ def map_figure(layout, papers: Mapping[str, Paper], *, color_by: str = "primary_
         order = sorted(groups, key=lambda a: (-len(groups[a]), a))
         colors = {a: AREA_COLORS[k % len(AREA_COLORS)] for k, a in enumerate(order)}
         rank = {a: k for k, a in enumerate(order)}
+    elif color_by == "year":  # an index of several lists: oldest first
+        order = sorted(groups)
+        colors = {y: AREA_COLORS[k % len(AREA_COLORS)] for k, y in enumerate(order)}
+        rank = {y: k for k, y in enumerate(order)}
     else:
         order = [d for d in DECISIONS if d in groups]
         colors = DECISION_COLORS
