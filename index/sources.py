@@ -152,3 +152,40 @@ def load_papers(path: str | Path, fmt: str = "auto") -> LoadResult:
         return _LOADERS[fmt](path)
     except OSError as exc:
         raise SourceFormatError(f"cannot read {path}: {exc.strerror}") from None
+
+
+def load_lists(paths, fmt: str = "auto", venue: str | None = None, year: int | None = None):
+    """What ``paperchat index`` builds from: the one path as it is (read by the build), or, for
+    several lists or a ``--venue``/``--year`` override, one
+    :class:`index.source_records.LoadResult` of every list's papers in the order given (a paper
+    id in two lists: the later list's record), each paper keeping the venue and year its list
+    gave it; the override fills those a list leaves empty. A problem record is named with its
+    file.
+
+    Raises:
+        SourceFormatError: a list cannot be read (:func:`load_papers`).
+    """
+    from dataclasses import replace
+
+    from index.source_records import Problem
+
+    paths = [paths] if isinstance(paths, (str, Path)) else list(paths)
+    if len(paths) == 1 and venue is None and year is None:
+        return paths[0]
+    papers: dict[str, object] = {}
+    problems: list[Problem] = []
+    n_records = 0
+    for path in paths:
+        loaded = load_papers(path, fmt)
+        n_records += loaded.n_records
+        for prob in loaded.problems:
+            problems.append(replace(prob, message=f"{Path(path).name}: {prob.message}"))
+        for p in loaded.papers:
+            if venue and not p.venue:
+                p = replace(p, venue=venue)
+            if year and not p.year:
+                p = replace(p, year=year)
+            papers.pop(p.id, None)
+            papers[p.id] = p
+    return LoadResult(list(papers.values()), problems, fmt=fmt, n_records=n_records,
+                      path=", ".join(str(p) for p in paths))

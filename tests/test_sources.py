@@ -386,7 +386,7 @@ def test_venue_from_filename(name, expected):
 
 # --- several lists in one index (paperchat index FILE [FILE ...]) ---------------------------
 def test_several_lists_keep_each_papers_venue_and_year(tmp_path):
-    from rag.cli.indexing import _lists
+    from index.sources import load_lists
 
     old = tmp_path / "iclr2018.jsonl"  # the file name names the venue and year
     old.write_text(json.dumps({"id": "o1", "title": "An old paper", "abstract": "Old."}) + "\n" +
@@ -396,7 +396,7 @@ def test_several_lists_keep_each_papers_venue_and_year(tmp_path):
     plain.write_text(json.dumps({"id": "p1", "title": "A plain paper", "abstract": "P."}) + "\n" +
                      "not json\n", encoding="utf-8")
     seed = ROOT / "data" / "seed_papers.jsonl"
-    got = _lists([str(old), str(plain), str(seed)], "auto", None, None)
+    got = load_lists([str(old), str(plain), str(seed)], "auto", None, None)
     assert isinstance(got, LoadResult)
     by_id = {p.id: p for p in got.papers}
     assert (by_id["o1"].venue, by_id["o1"].year) == ("ICLR 2018", 2018)
@@ -406,21 +406,21 @@ def test_several_lists_keep_each_papers_venue_and_year(tmp_path):
     # the bad line is reported with its file
     assert [str(p.line) + p.message.split(":")[0] for p in got.problems] == ["2mylist.jsonl"]
     # --venue/--year fill only what a list leaves empty
-    got = _lists([str(old), str(plain)], "auto", "NeurIPS 2020", 2020)
+    got = load_lists([str(old), str(plain)], "auto", "NeurIPS 2020", 2020)
     by_id = {p.id: p for p in got.papers}
     assert (by_id["p1"].venue, by_id["p1"].year) == ("NeurIPS 2020", 2020)
     assert (by_id["o1"].venue, by_id["o1"].year) == ("ICLR 2018", 2018)
 
 
 def test_one_list_is_passed_to_the_build_as_its_path():
-    from rag.cli.indexing import _lists
+    from index.sources import load_lists
 
-    assert _lists(["x.jsonl"], "auto", None, None) == "x.jsonl"
+    assert load_lists(["x.jsonl"], "auto", None, None) == "x.jsonl"
 
 
 def test_a_missing_list_among_several_is_named(tmp_path):
-    from rag.cli.indexing import _lists
+    from index.sources import load_lists
 
     with pytest.raises(SourceFormatError, match="nope.jsonl"):
-        _lists([str(ROOT / "data" / "seed_papers.jsonl"), str(tmp_path / "nope.jsonl")],
+        load_lists([str(ROOT / "data" / "seed_papers.jsonl"), str(tmp_path / "nope.jsonl")],
                "auto", None, None)

@@ -20,8 +20,10 @@ def cmd_index(args) -> int:
     if args.rebuild:
         delete_index(settings, name)
     log = (lambda m: None) if args.quiet else (lambda m: print(m, file=sys.stderr))
-    source = _lists(args.path, args.fmt, getattr(args, "venue", None),
-                    getattr(args, "year", None))
+    from index.sources import load_lists
+
+    source = load_lists(args.path, args.fmt, getattr(args, "venue", None),
+                        getattr(args, "year", None))
     summary = build_index(source, settings=settings, embedder=make_embedder(settings), name=name,
                           fmt=args.fmt, prune=args.prune, progress=not args.quiet, log=log,
                           names=write_names, fill_nice=settings.fill_nice)
@@ -31,44 +33,6 @@ def cmd_index(args) -> int:
     print(summary.line())
     log(summary.stages_line())
     return 0
-
-
-def _lists(paths, fmt: str, venue: str | None, year: int | None):
-    """What ``paperchat index`` builds from: the one path as it is (read by the build), or, for
-    several lists or a ``--venue``/``--year`` override, one
-    :class:`index.source_records.LoadResult` of every list's papers in the order given (a paper
-    id in two lists: the later list's record), each paper keeping the venue and year its list
-    gave it; the override fills those a list leaves empty. A problem record is named with its
-    file.
-
-    Raises:
-        SourceFormatError: a list cannot be read (:func:`index.sources.load_papers`).
-    """
-    from dataclasses import replace
-
-    from index.source_records import LoadResult, Problem
-    from index.sources import load_papers
-
-    paths = [paths] if isinstance(paths, (str, Path)) else list(paths)
-    if len(paths) == 1 and venue is None and year is None:
-        return paths[0]
-    papers: dict[str, object] = {}
-    problems: list[Problem] = []
-    n_records = 0
-    for path in paths:
-        loaded = load_papers(path, fmt)
-        n_records += loaded.n_records
-        for prob in loaded.problems:
-            problems.append(replace(prob, message=f"{Path(path).name}: {prob.message}"))
-        for p in loaded.papers:
-            if venue and not p.venue:
-                p = replace(p, venue=venue)
-            if year and not p.year:
-                p = replace(p, year=year)
-            papers.pop(p.id, None)
-            papers[p.id] = p
-    return LoadResult(list(papers.values()), problems, fmt=fmt, n_records=n_records,
-                      path=", ".join(str(p) for p in paths))
 
 
 def cmd_fetch(args) -> int:
