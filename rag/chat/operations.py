@@ -374,6 +374,44 @@ def _run(plan: Plan, sel: Selection, retriever: Retriever, settings: Settings) -
 PICK_MAX_SHARE = 0.6
 
 
+#: "which of these are about X", "which ones are on X", "any of them related to X": a topic
+#: asked of the papers in hand (decided by meaning, :func:`_members_among`).
+_ABOUT = re.compile(r"^\W*(?:(?:so|and|ok|okay|now)\W+)?(?:which|what|any)\s+(?:ones?\s+|papers?\s+)?"
+                    r"(?:of\s+(?:these|those|them|the\s+\w+)\s+)?(?:(?:are|is|were|was)\s+)?"
+                    r"(?:really\s+|actually\s+|mainly\s+|mostly\s+)?(?:about|on|related\s+to|"
+                    r"concerned\s+with|dealing\s+with|focused\s+on)\s+(?P<topic>.+?)\W*$", re.I)
+
+
+def _about_topic(query: str) -> str:
+    """The topic a "which of these are about X?" turn asks of the papers in hand, or ``""``."""
+    m = _ABOUT.match(query)
+    return m.group("topic").strip() if m and has_topic(m.group("topic")) else ""
+
+
+class _Members(list):
+    """Hit numbers on a topic (a list), with the threshold of the rule that chose them."""
+
+    threshold: float = 0.0
+
+
+def _members_among(topic: str, hits: Sequence[Hit], retriever: Retriever) -> _Members | None:
+    """The numbers (1-based) of ``hits`` the relevance model counts as about ``topic``
+    (:mod:`rag.retrieve.membership`: the topic's candidates and these papers, scored alike),
+    most likely first; None when no model applies or none of them is on the topic (the caller then picks by
+    the turn's terms)."""
+    from rag.retrieve.membership import membership
+
+    ids = [h.id for h in hits]
+    m = membership(retriever, topic, extra=ids)
+    if m is None:
+        return None
+    on = {pid for pid in m.members(set(ids))}
+    out = _Members(sorted((n for n, pid in enumerate(ids, start=1) if pid in on),
+                          key=lambda n: -m.prob(ids[n - 1])))
+    out.threshold = m.threshold
+    return out or None
+
+
 def _pick_among(plan: Plan, sel: Selection, retriever: Retriever) -> Outcome:
     """"Which of these use quantization?": the previous answer's papers whose title or abstract
     has a term of the turn that not most of them have (:data:`PICK_MAX_SHARE`), each with its
@@ -392,7 +430,12 @@ def _pick_among(plan: Plan, sel: Selection, retriever: Retriever) -> Outcome:
     cands = candidates(plan.query, hits, retriever.embedder)
     best = {n: (cands[n] or [None])[0] for n in range(1, len(hits) + 1)}
     score = {n: c.score if c else -1.0 for n, c in best.items()}
-    if picking:
+    about = _about_topic(asked)
+    members = _members_among(about, hits, retriever) if about else None
+    if members:  # "which of these are about LLMs?": by meaning, not by the string "LLM"
+        chosen = members
+        picking = set()
+    elif picking:
         chosen = [n for n in range(1, len(hits) + 1) if picking & terms[hits[n - 1].id]]
     else:
         top = max(score.values(), default=0.0)
@@ -407,10 +450,16 @@ def _pick_among(plan: Plan, sel: Selection, retriever: Retriever) -> Outcome:
         quotes[i] = ok[0] if ok else best[n]
     scope = sel.scope or f"the {len(hits)} papers of the previous answer"
     how = "say so in their abstracts" if picking else "come closest, by their abstracts"
+    if members:
+        how = f"are about “{about}”"
     if chosen:
         out = [direct(f"{len(chosen)} of {scope} {how}:", list(range(1, len(chosen) + 1)))]
         out += [item(new_hits[i - 1], i, quotes[i]) for i in range(1, len(chosen) + 1)]
-        if rest and picking:
+        if members:
+            out.append(note(f"By the relevance model: a paper counts when its probability of "
+                            f"being about the topic is at least {members.threshold:.2f}"
+                            + (f"; the other {len(rest)} are under it." if rest else ".")))
+        elif rest and picking:
             out.append(note(f"The other {len(rest)} do not say it in their abstracts."))
     else:
         out = [note(f"None of {scope} says this in its abstract; the closest:")]

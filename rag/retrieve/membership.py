@@ -115,13 +115,14 @@ def head_terms(retriever, topic: str, ids: Sequence[str]) -> np.ndarray:
     return out
 
 
-def candidates(retriever, topic: str, within=None):
+def candidates(retriever, topic: str, within=None, extra: Sequence[str] = ()):
     """``(ids, features)`` of ``topic``'s candidates (module docstring): the hybrid search's
     channels (:meth:`rag.retrieve.retriever.Retriever.fusion_inputs`, the search restricted to
-    the papers the :class:`rag.filters.Filters` ``within`` admit when given) and
-    :func:`head_terms`; features shape (len(ids), len(FEATURES))."""
-    ch = retriever.fusion_inputs(topic, filters=within) if within else \
-        retriever.fusion_inputs(topic)
+    the papers the :class:`rag.filters.Filters` ``within`` admit when given; ``extra`` paper
+    ids are scored too, ranked or not) and :func:`head_terms`; features shape (len(ids),
+    len(FEATURES))."""
+    kw = {k: v for k, v in (("filters", within), ("extra", tuple(extra))) if v}
+    ch = retriever.fusion_inputs(topic, **kw)
     return ch.ids, features(ch, head_terms(retriever, topic, ch.ids))
 
 
@@ -233,10 +234,11 @@ class Membership:
 
 
 def membership(retriever, topic: str, model: MembershipModel | None = None,
-               within=None) -> Membership | None:
+               within=None, extra: Sequence[str] = ()) -> Membership | None:
     """Score every candidate of ``topic`` (see the module docstring), the search restricted to
     the papers the :class:`rag.filters.Filters` ``within`` admit when given (one year of an
-    index of several: :mod:`rag.conference.trends`); None when no model is shipped, the
+    index of several: :mod:`rag.conference.trends`), and ``extra`` papers scored whether the
+    search ranks them or not (the papers in hand); None when no model is shipped, the
     retriever has no fusion inputs (a fake) or its settings turn membership off
     (``topic_membership``)."""
     settings = getattr(retriever, "settings", None)
@@ -246,7 +248,7 @@ def membership(retriever, topic: str, model: MembershipModel | None = None,
     inputs = getattr(retriever, "fusion_inputs", None)
     if model is None or inputs is None:
         return None
-    ids, x = candidates(retriever, topic, within)
+    ids, x = candidates(retriever, topic, within, extra)
     probs = model.probabilities(x)
     order = np.argsort(-probs, kind="stable")
     return Membership(topic, [ids[i] for i in order], probs[order], model.threshold,

@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
@@ -286,12 +286,21 @@ class Retriever(NamedPapers, FusionChannels, EvidenceSentences):
 
     def fusion_inputs(self, question: str,
                       needs: set[str] | frozenset = frozenset({"paper", "terms"}),
-                      feedback: bool = True, filters: Filters | None = None):
+                      feedback: bool = True, filters: Filters | None = None,
+                      extra: Sequence[str] = ()):
         """The :class:`rag.retrieve.fusion.Channels` that :meth:`search` fuses for ``question``
         (under ``filters``, none by default), with every input by default: what
-        ``bench/train_fusion.py`` learns from and :mod:`rag.retrieve.membership` scores."""
+        ``bench/train_fusion.py`` learns from and :mod:`rag.retrieve.membership` scores.
+        ``extra`` paper ids are candidates too, with their best chunk's cosine from the stored
+        vectors when the question's dense ranking does not have them ("which of these are
+        about X?" scores the papers in hand, ranked or not)."""
         allowed = self._allowed(filters)
         qvec, dense, prf, lexical, full, _ = self._rankings(question, filters, allowed, feedback)
+        missing = [pid for pid in dict.fromkeys(extra) if pid in self.papers
+                   and pid not in set(dense.ids) and (allowed is None or pid in allowed)]
+        if missing:
+            found = self.store.best_similarity(qvec, missing, self.n_chunks)
+            dense = Ranking(dense.ids + list(found), dense.scores + list(found.values()))
         return self.channels(question, qvec, dense, prf, lexical, full, allowed, needs)
 
     def fusion_model(self):
