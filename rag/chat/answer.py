@@ -148,7 +148,7 @@ def retrieve_for(question: str, retriever: Retriever, settings: Settings, *, k: 
 
     reader = reader or default_reader(retriever, settings)
     plan = resolve_refine(understand(question, history, retriever, reader), history,
-                          retriever.area_names())
+                          retriever.area_names(), _index_years(retriever))
     sel = select(plan, history, retriever, settings, k=k, filters=filters, evidence=evidence)
     return sel.standalone or question, sel.hits[:max(k, len(sel.focus))], sel.refused
 
@@ -255,7 +255,7 @@ def answer_stream(question: str, *, retriever: Retriever, generator: Generator,
     timings = {"understand": ms()}
     for key in list(drop) + [f"filter:{f}" for f in drop_filters]:
         plan = plan.without(key)
-    plan = resolve_refine(plan, history, retriever.area_names())
+    plan = resolve_refine(plan, history, retriever.area_names(), _index_years(retriever))
     sel = select(plan, history, retriever, settings, k=k, filters=filters)
     applied = sel.filters.as_strings() if sel.filters else []
     notes = list(sel.notes)
@@ -324,6 +324,11 @@ def answer_stream(question: str, *, retriever: Retriever, generator: Generator,
         about_ids=[hits[n - 1].id for n in done.about if 1 <= n <= len(hits)],
         plan=plan.to_json(), matched_filters=applied if sel.every is not None else sel.matched,
         trend=done.trend.to_json() if done.trend is not None else None))
+
+
+def _index_years(retriever) -> list[int]:
+    """The years the index's papers have, ascending."""
+    return sorted({p.year for p in getattr(retriever, "papers", {}).values() if p.year})
 
 
 def _kind_of(plan: Plan) -> str:

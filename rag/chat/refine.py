@@ -17,15 +17,21 @@ if TYPE_CHECKING:
     from rag.understand.history import Turn
 
 
-def resolve_refine(plan: Plan, history: Sequence[Turn], areas: Sequence[str] = ()) -> Plan:
+#: "what about the other year?", "and the other one (year)": the index's other year.
+_OTHER_YEAR = re.compile(r"\b(?:the\s+)?other\s+(?:year|edition|conference|list)\b", re.I)
+
+
+def resolve_refine(plan: Plan, history: Sequence[Turn], areas: Sequence[str] = (),
+                   years: Sequence[int] = ()) -> Plan:
     """A ``refine`` plan made concrete: the previous turn's plan with the new subject
     (``plan.topic``: "Which papers study KV cache compression?" then "And for vision
     transformers?" searches "Which papers study KV cache compression for vision transformers?";
     a previous change of subject is replaced, not stacked) and the new filters, which replace
     the previous filters on the same field ("how many orals in RL?" then "and in
     optimization?": the area changes, the decision stays). A new subject that is exactly one of
-    ``areas`` (the index's primary areas) is that area's filter. Other plans are returned as
-    they are."""
+    ``areas`` (the index's primary areas) is that area's filter; "the other year" is the one
+    of the index's two ``years`` the previous plan did not filter on. Other plans are returned
+    as they are."""
     from rag.understand.area_words import match_area
     from rag.understand.rating_order import ascending
 
@@ -60,6 +66,13 @@ def resolve_refine(plan: Plan, history: Sequence[Turn], areas: Sequence[str] = (
                        positions=[], ids=[], confidence=plan.confidence, said=plan.said,
                        notes=plan.notes, dropped=plan.dropped)
     said = list(plan.filters)
+    before = [f[5:] for f in base.filters if f.startswith("year=")]
+    if _OTHER_YEAR.search(plan.said or "") and len(before) == 1 and len(years) == 2 and \
+            not any(f.startswith("year=") for f in said):
+        # "what about the other year?" after "2026 papers about federated learning"
+        said.append(f"year={next(y for y in years if str(y) != before[0])}")
+        subject = "" if _OTHER_YEAR.fullmatch(subject.strip(" ?.!")) or \
+            not names_only_an_aspect(subject) and _OTHER_YEAR.search(subject) else subject
     area = match_area(subject, areas, exact=True) if subject and areas else None
     if area:
         said, subject = said + [f"primary_area={area}"], ""

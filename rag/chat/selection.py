@@ -201,10 +201,13 @@ def _on_topic_first(query: str, hits: list[Hit], retriever: Retriever, k: int,
     when fewer than ``k`` pass, a note says how many and by what rule. ``hits`` unchanged (its
     first ``k``) when no membership model applies (a fake retriever). The papers of
     ``pinned`` (the ones the question names, and the fused first paper: the words themselves
-    rank it first) stay first, shown whatever their probability."""
+    rank it first) stay first, shown whatever their probability. Every paper of ``hits`` is
+    scored, whether the topic's own search ranks it or not (a survey under a filter: "2018
+    orals on reinforcement learning" on an index of 20,000 papers, whose 23 orals of 2018 the
+    unfiltered search does not reach)."""
     from rag.retrieve.membership import membership
 
-    m = membership(retriever, query) if hits else None
+    m = membership(retriever, query, extra=[h.id for h in hits]) if hits else None
     if m is None:
         return hits[:k]
     pinned = set(pinned)

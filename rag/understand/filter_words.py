@@ -26,6 +26,12 @@ _TIER_PASSIVE = re.compile(r"\b(?:were|was|got|have been|has been)\s+(rejected|w
 _WORKSHOP = re.compile(r"\b(?:(?:invited|moved|sent|relegated|demoted)\s+to\s+)?the\s+workshop\s+"
                        r"track\b|\bworkshop[-\s]+(?:track\s+)?(?:papers?|submissions?|posters?|"
                        r"decisions?)\b", re.I)
+# "the lowest rated accepted poster", "worst 2026 oral", "number of 2018 rejects": a decision as
+# the noun itself, after a year, a rating word or a superlative
+_TIER_NOUN = re.compile(r"\b(?:(?:19|20)\d\d|rated|scored|reviewed|accepted|best|worst|highest|"
+                        r"lowest|top|bottom|strongest|weakest|\d{1,2})\s+(orals?|posters?|"
+                        r"spotlights?|rejects?|rejections)\b(?!\s+(?:sessions?|tracks?|"
+                        r"presentations?|papers?|submissions?|works?)\b)", re.I)
 # "among the orals", "accepted as an oral", "oral presentations", "the orals"
 _TIER_ALONE = re.compile(r"\b(?:(?:among|in|from|of)\s+(?:the\s+)?(orals|spotlights|posters)|"
                          r"accepted\s+as\s+(?:an?\s+)?(orals?|spotlights?|posters?)|"
@@ -89,7 +95,8 @@ _STATUS_ASKED = re.compile(r"(?<!\w)(?:(?:is|was|are|were)\s+(?:it|that|this|the
                            r"(?:orals?|spotlights?|posters?)\b", re.I)
 _TIER_WORD = {"oral": "oral", "orals": "oral", "spotlight": "spotlight", "spotlights": "spotlight",
               "poster": "poster", "posters": "poster", "rejected": "rejected",
-              "withdrawn": "withdrawn", "accepted": "accepted"}
+              "withdrawn": "withdrawn", "accepted": "accepted", "reject": "rejected",
+              "rejects": "rejected", "rejection": "rejected", "rejections": "rejected"}
 # "rated 6 or higher", "rating >= 6", "with a mean rating above 5.5", "scored at least 8"
 _RATING = re.compile(
     r"\b(?:(?:with\s+)?(?:an?\s+)?(?:(?:mean|average|avg|reviewer|review|overall)\s+){0,2}"

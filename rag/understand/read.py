@@ -139,6 +139,16 @@ _LIKE_NAME = re.compile(r"\b(?:papers?|works?|ones|stuff|more|others?|anything|s
 #: of orals").
 _COUNTS_PAPERS = re.compile(r"\b(?:how\s+many|number\s+of|count\s+of)\s+(?:\w+\s+){0,2}?(?:papers|"
                             r"submissions|works|orals|posters|spotlights|rejections)\b", re.I)
+#: "what did ICLR 2018 have on X", "what was published about X": the papers on a topic.
+_HAD_ON = re.compile(r"\b(?:have|had|has|publish(?:ed)?|accept(?:ed)?|feature[sd]?|present(?:ed)?|"
+                     r"see|saw)\s+(?:on|about|regarding|in\s+the\s+way\s+of)\s+\w", re.I)
+#: "the 2018 ancestors of X", "which 2018 papers does X build on", "2026 descendants of DAGMM":
+#: a paper's neighbours in another year.
+_LINEAGE = re.compile(r"\b(?:ancestors?|descendants?|precursors?|predecessors?|successors?|"
+                      r"forerunners?|antecedents?|follow[- ]?ups?|lineage|builds?\s+(?:up)?on|"
+                      r"build\s+(?:up)?on|built\s+(?:up)?on|inspired\s+by|related\s+(?:to|work)|"
+                      r"most\s+(?:related|similar|alike)|closest|nearest)\b",
+                      re.I)
 #: "papers similar to the paper on X", "work closest to the 2026 paper that ...": the papers near
 #: a paper described rather than named.
 _LIKE_DESCRIBED = re.compile(
@@ -185,6 +195,10 @@ def read_turn(text: str, context: TurnContext, reader: TurnReader, *, areas: Seq
     elif op != "similar" and _LIKE_DESCRIBED.search(text):
         # "2018 papers similar to the 2026 paper on X": the paper described, then its neighbours
         papers, op = ("named" if "named" in allowed else "search"), "similar"
+    elif op != "similar" and _LINEAGE.search(text) and (found.names or found.quoted) and \
+            years.years_said(text):
+        # "which 2018 papers does Difference-Based Graph Attention Networks build on?"
+        papers, op = "named", "similar"
     # (a refine's aspect is kept for the question it changes: "and what metrics?" after the
     # datasets of X asks for the metrics of X; see rag.chat.refine.resolve_refine)
     aspect = max(probs["aspect"], key=probs["aspect"].get) \
@@ -199,10 +213,14 @@ def read_turn(text: str, context: TurnContext, reader: TurnReader, *, areas: Seq
         per_year(plan, text, found, context)
     out = probs.get("scope", {}).get("out", 0.0)
     if out >= OUTSIDE_ABOVE and not said_authors and not (plan.op == "similar" and plan.ids) \
-            and not (plan.papers == "catalog" and plan.op == "count" and plan.filters and
-                     _COUNTS_PAPERS.search(text)):
+            and not (plan.papers == "catalog" and plan.filters and (
+                plan.op == "count" and _COUNTS_PAPERS.search(text) or
+                plan.op in ("extreme", "sort") and found.orders_by_rating)) \
+            and not (plan.papers == "search" and _HAD_ON.search(text)):
         # (a paper's neighbours are always in the list: "any 2026 follow-ups to <title>?"; so
-        # is a count of its papers under a filter: "how many submissions did iclr 2026 get")
+        # are a count or the best-rated of its papers under a filter: "how many submissions did
+        # iclr 2026 get", "lowest rated accepted poster at iclr 2026"; and what it "had on" a
+        # topic: "what did iclr 2018 have on adversarial examples?")
         plan.outside = True
         plan.confidence = round(out, 4)  # the reading taken is "outside": as sure as that
     return plan
@@ -291,7 +309,14 @@ _AUTHOR_FRAME = re.compile(
     r"['’]s\b|\b(?:what|which|did|does|do|has|have|had|is|are|was|were|any|all|the|a|an|of|"
     r"from|by|with|as|in|at|to|iclr|papers?|works?|submissions?|submit(?:ted|s)?|wrote|written|"
     r"write|authored|authors?|co-?authors?|publish(?:ed)?|list|show|me|give|find|else|other|"
-    r"there|many|how|number|count|also)\b|[?!.,;:]", re.I)
+    r"there|many|how|number|count|also|sort(?:ed)?|rank(?:ed)?|order(?:ed)?|mean|average|avg|"
+    r"reviewers?|scores?|ratings?|rated|highest|lowest|best|worst|top|first|descending|"
+    r"ascending)\b|[?!.,;:]", re.I)
+
+
+#: An order asked in so many words ("sorted by rating", "best rated first", "by score").
+_SORTED = re.compile(r"\b(?:sort(?:ed)?|rank(?:ed)?|order(?:ed)?)\s+by\b|\bfirst\b|\bby\s+"
+                     r"(?:(?:mean|average|avg|reviewer)\s+)*(?:rating|score)s?\b", re.I)
 
 
 def with_authors(plan: Plan, text: str, said: list[tuple[str, tuple[int, int]]]) -> None:
@@ -316,6 +341,10 @@ def with_authors(plan: Plan, text: str, said: list[tuple[str, tuple[int, int]]])
     plan.papers, plan.query, plan.topic, plan.names, plan.ids = "catalog", "", "", [], []
     if plan.op not in ("count", "list", "sort", "extreme"):
         plan.op = "list"
+    if plan.op == "list" and rating_order.orders_by_rating(text) and _SORTED.search(text):
+        # "all of Ruslan Salakhutdinov's submissions, sorted by average reviewer score"
+        plan.op = "sort"
+        plan.order = "rating_asc" if rating_order.ascending(text) else "rating_desc"
 
 
 def per_year(plan: Plan, text: str, found: TurnSlots, context: TurnContext) -> None:

@@ -39,7 +39,8 @@ from rag.understand.filter_words import (MAX_AUTHOR_CHARS, _AFTER_THRESHOLD, _AU
                                          _DROP_RATING, _GOT_RATING, _ONLY_RATING, _OPS, _PLUS,
                                          _RATING, _RATING_AVERAGE, _RATING_WORD, _SIDED, _SORT,
                                          _STATUS_ASKED, _TIER_AFTER, _TIER_ALONE, _TIER_BEFORE,
-                                         _TIER_PASSIVE, _TIER_WORD, _WORKSHOP, _YEAR, _side)
+                                         _TIER_NOUN, _TIER_PASSIVE, _TIER_WORD, _WORKSHOP, _YEAR,
+                                         _side)
 from rag.understand.topics import has_topic
 
 
@@ -126,6 +127,8 @@ def _clause(text: str) -> str:
     return " ".join(w for w in head.split() if w.lower() not in _FILLER)
 
 
+#: A year glued to the conference's name ("iclr2018", "ICLR-2026", "iclr'18" is not read).
+_GLUED_YEAR = re.compile(r"\biclr[-_]?((?:19|20)\d\d)\b", re.I)
 #: Capitalised words a year after them still filters by: the venue, and a sentence's first word
 #: ("In 2018", "From 2018 on").
 _YEAR_OWNERS = frozenset("iclr in from since of for at before after during and or the year "
@@ -184,6 +187,9 @@ def read_filters(question: str, *, areas: Sequence[str] = ()) -> FilterSlots:
         take(m, "status", _TIER_WORD[word.lower()])
     for m in _WORKSHOP.finditer(question):
         take(m, "status", "workshop")
+    if "status" not in values:
+        for m in _TIER_NOUN.finditer(question):
+            take(m, "status", _TIER_WORD[m.group(1).lower()], m.start(1), m.end(1))
     if "accepted" in values.get("status", []) and len(values["status"]) > 1:
         values["status"].remove("accepted")  # "accepted as an oral": the tier says more
     for m in _DROP_RATING.finditer(question):  # before "rated under 5" is read as the filter
@@ -225,6 +231,8 @@ def read_filters(question: str, *, areas: Sequence[str] = ()) -> FilterSlots:
                 _RATING_WORD.search(question) or re.match(r"\s*(?:ones?|papers?|pprs?|only)\b",
                                                           question[m.end():], re.I)):
             take(m, "rating", f">={m.group(1)}")
+    for m in _GLUED_YEAR.finditer(question):  # "iclr2018", "ICLR-2026"
+        take(m, "year", m.group(1))
     for m in _YEAR.finditer(question):
         before = re.search(r"([A-Za-z][\w-]*)\s*$", question[:m.start()])
         if before and before.group(1)[0].isupper() and \

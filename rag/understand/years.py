@@ -20,7 +20,10 @@ _PER_YEAR = re.compile(
     r"year\b|\bover\s+the\s+years\b|\bacross\s+(?:the\s+)?(?:years|editions)\b|"
     r"\bthrough\s+the\s+years\b|(?<!series\s)(?<!seasonal\s)\btrend(?:s|ing|ed)?\b(?!\s+(?:"
     r"forecast|decompos|component|filter|estimat|extract|predict|follow|line))|\bthen\s+(?:and|vs\.?|"
-    r"versus)\s+now\b|\bnow\s+(?:and|vs\.?|versus)\s+then\b|\bin\s+both\s+years\b", re.I)
+    r"versus)\s+now\b|\bnow\s+(?:and|vs\.?|versus)\s+then\b|\bin\s+both\s+years\b|"
+    r"\b(?:the|both)\s+two\s+years\b|\bbetween\s+the\s+(?:two\s+)?years\b|"
+    r"^\W*(?:is|are|was|were)\s+(?:\S+\s+){1,6}?(?:growing|shrinking|declining|rising|falling|"
+    r"trending|dying|booming|fading|taking\s+off|on\s+the\s+rise|in\s+decline)\b", re.I)
 #: Words of change or comparison that make two years, a year and "now", or "since YEAR" a
 #: question per year.
 _CHANGE = re.compile(
@@ -31,7 +34,7 @@ _CHANGE = re.compile(
     r"died?|dying|dead|faded?|boom\w*)\b", re.I)
 _NOW = re.compile(r"\b(?:now|today|nowadays|these\s+days|currently|this\s+year|anymore|"
                   r"recent(?:ly)?|lately)\b", re.I)
-_SINCE = re.compile(rf"\bsince\s+(?:{_YEAR}|then)\b|\bfrom\s+{_YEAR}\s+(?:to|till|until|through)"
+_SINCE = re.compile(rf"\b(?:since|after)\s+(?:{_YEAR}|then)\b|\bfrom\s+{_YEAR}\s+(?:to|till|until|through)"
                     rf"\s+(?:{_YEAR}|now|today)\b|\bbetween\s+{_YEAR}\s+and\s+{_YEAR}\b", re.I)
 _YEARS = re.compile(rf"(?<![\w.@/-])({_YEAR})(?![\w.@/-]*\d)")
 
@@ -60,7 +63,9 @@ _FRAME = re.compile(
     rf"[-\s]+year\b|\bover\s+(?:the\s+)?(?:years|time)\b|\bacross\s+(?:the\s+)?(?:years|"
     rf"editions)\b|\bthrough\s+the\s+years\b|\bsince\s+(?:{_YEAR}|then)\b|\b(?:from|between)\s+"
     rf"(?:{_YEAR})?\s*(?:to|and|till|until|through)\s+(?:{_YEAR}|now|today)?\b|"
-    rf"\b(?:in|of|for)\s+both\s+years\b|\bbetween\s+and\b|\bfrom\s+to\b|\bmore\s+or\s+less\b|\b(?:as\s+)?(?:a\s+)?"
+    rf"\b(?:in|of|for)\s+both\s+years\b|\bbetween\s+and\b|\bfrom\s+to\b|"
+    rf"\b(?:between\s+|in\s+|across\s+|over\s+)?(?:the|both)\s+(?:two\s+)?years\b|"
+    rf"\b(?:since|after)\s+(?:{_YEAR})?\b|\bmore\s+or\s+less\b|\b(?:as\s+)?(?:a\s+)?"
     rf"(?:share|proportion|fraction|percentage)\s+of\s+(?:(?:all|the|each|that)\s+)?(?:year'?s?\s+)?"
     rf"(?:papers?|submissions?|works?|accepted\s+papers?)?\b|\b(?:in\s+)?(?:{_YEAR}|now|today|"
     rf"nowadays|these\s+days|this\s+year|back\s+then|then)\s*(?:,|\?|$)|\b(?:in\s+)?{_YEAR}\b|"
@@ -82,7 +87,8 @@ _EDGE = frozenset("""how did does do has have had is are was were what what's wh
     this these those got get accepted topic topics field area on? went gone up down become
     became anymore nowadays still so really actually submitted published orals posters
     spotlights rated all part bigger smaller larger big small hot hotter did die died dying dead
-    out fade faded""".split())
+    out fade faded shrinking shrink declining rising falling booming fading taking off rise
+    growing""".split())
 
 
 #: Field acronyms a per-year topic is said by alone, spelled out: a count by meaning or by
@@ -126,7 +132,7 @@ def trend_topic(query: str) -> str:
     s = count_topic(s.strip()) or s
     words = s.replace("?", " ").replace("!", " ").split()
     def edge(word: str) -> bool:
-        bare = word.lower().strip(",.;:'\"-–—")
+        bare = word.lower().strip(",.;:'\"-–—<>→")
         return not bare or bare in _EDGE
 
     while words and edge(words[0]):
