@@ -139,6 +139,8 @@ def test_every_tool_answers(served):
     facets = payload(calls["facets"])
     assert facets["papers"] == len(retriever.papers) == 19
     assert sum(facets["by_status"].values()) == 19 == sum(facets["by_primary_area"].values())
+    assert facets["by_year"] == {"2026": 19}  # the seed list is ICLR 2026's
+    assert facets["by_venue"] == {"ICLR 2026": 19}
     expected = sum(1 for p in retriever.papers.values() if "oral" in p.status.lower())
     assert payload(calls["oral_facets"])["papers"] == expected
     assert facets["by_decision"].get("oral", 0) == expected

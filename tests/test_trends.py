@@ -293,3 +293,33 @@ def test_a_card_names_the_papers_venue():
     html = card_html(1, Hit(Paper("a", "t", "x", venue="ICLR 2018", year=2018), 1.0))
     assert '<span class="pc-venue">ICLR 2018</span>' in html
     assert "pc-venue" not in card_html(1, Hit(Paper("b", "t", "x"), 1.0))
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("lowest rated accepted poster at iclr 2026", ["status=poster", "year=2026"]),
+    ("worst 2026 oral by reviewer score", ["status=oral", "year=2026"]),
+    ("number of 2018 rejects", ["status=rejected", "year=2018"]),
+    ("spiking neural nets at iclr2018?", ["year=2018"]),
+    ("how many 2018 papers were invited to the workshop track", ["status=workshop", "year=2018"]),
+    ("Which rejected 2018 paper had the highest average reviewer score?",
+     ["status=rejected", "year=2018"]),
+])
+def test_decisions_and_years_said_as_nouns_are_filters(text, expected):
+    from rag.understand.slots import read_filters
+
+    assert sorted(read_filters(text).filters.as_strings()) == sorted(expected)
+
+
+def test_the_other_year_swaps_the_previous_questions_year():
+    from rag.chat.refine import resolve_refine
+    from rag.understand.history import Turn
+    from rag.understand.plan import Plan
+
+    before = Plan(papers="search", op="survey", topic="federated learning",
+                  query="papers about federated learning", filters=["year=2026"])
+    prev = Turn(question="show me 2026 papers about federated learning", plan=before.to_json())
+    plan = Plan(papers="search", op="refine", topic="the other year",
+                query="what about the other year?", said="what about the other year?")
+    got = resolve_refine(plan, [prev], [], [2018, 2026])
+    assert got.filters == ["year=2018"]
+    assert "federated learning" in got.query and "other year" not in got.query

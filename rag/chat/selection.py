@@ -180,7 +180,7 @@ def _search(plan: Plan, history: Sequence[Turn], used: Filters, retriever: Retri
         if cut:
             hits = _on_topic_first(query, hits, retriever, k, notes,
                                    [*((res.meta or {}).get("named") or []), hits[0].id]
-                                   if hits else [])
+                                   if hits else [], filtered=bool(used))
     if first_turn and plan.said and plan.said != query and not sides:
         top = min(top, _said_top(plan.said, used, retriever))
     refused = is_out_of_corpus(query, hits, retriever, top_dense=top)
@@ -193,7 +193,8 @@ def _search(plan: Plan, history: Sequence[Turn], used: Filters, retriever: Retri
 
 
 def _on_topic_first(query: str, hits: list[Hit], retriever: Retriever, k: int,
-                    notes: list, pinned: Sequence[str] = ()) -> list[Hit]:
+                    notes: list, pinned: Sequence[str] = (), filtered: bool = False
+                    ) -> list[Hit]:
     """A survey's papers: the fused top :data:`RERANK_POOL` ordered by their probability of
     being on the topic blended with their fused rank
     (:meth:`rag.retrieve.membership.Membership.order_key`), those at or above its survey cut
@@ -201,13 +202,16 @@ def _on_topic_first(query: str, hits: list[Hit], retriever: Retriever, k: int,
     when fewer than ``k`` pass, a note says how many and by what rule. ``hits`` unchanged (its
     first ``k``) when no membership model applies (a fake retriever). The papers of
     ``pinned`` (the ones the question names, and the fused first paper: the words themselves
-    rank it first) stay first, shown whatever their probability. Every paper of ``hits`` is
-    scored, whether the topic's own search ranks it or not (a survey under a filter: "2018
-    orals on reinforcement learning" on an index of 20,000 papers, whose 23 orals of 2018 the
-    unfiltered search does not reach)."""
+    rank it first) stay first, shown whatever their probability. When the search was
+    ``filtered``, every paper of ``hits`` is scored, whether the topic's own (unfiltered)
+    search ranks it or not ("2018 orals on reinforcement learning" on an index of 20,000
+    papers, whose 23 orals of 2018 the unfiltered search does not reach); unfiltered, the
+    papers it does not rank count as off the topic (scoring them too lost 0.002 of papers shown
+    on topic on the tuned topic set)."""
     from rag.retrieve.membership import membership
 
-    m = membership(retriever, query, extra=[h.id for h in hits]) if hits else None
+    extra = [h.id for h in hits] if filtered else []
+    m = membership(retriever, query, extra=extra) if hits else None
     if m is None:
         return hits[:k]
     pinned = set(pinned)
