@@ -120,6 +120,18 @@ def test_author_names_of_the_list_are_read_in_any_frame():
     assert authors_said("papers on deep learning", names) == []
 
 
+def test_a_surname_is_an_author_beside_an_author_word():
+    from rag.understand.authors import surname_index, surnames_said
+
+    surnames = surname_index({"dawn song": "Dawn Song", "sergey levine": "Sergey Levine"})
+    said = lambda t: [n for n, _ in surnames_said(t, surnames, {"song"})]  # noqa: E731
+    assert said("papers by levine") == ["Levine"]
+    assert said("Levine et al. on offline RL") == ["Levine"]
+    assert said("papers by song") == ["Song"]              # said as an author
+    assert said("music made by song structure") == []     # a word of the papers, not a name
+    assert said("levine on offline RL") == []             # no author word at all
+
+
 # --- counting per year ------------------------------------------------------------------------
 def _papers():
     from rag.types import Paper

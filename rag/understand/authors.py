@@ -59,3 +59,57 @@ def authors_said(text: str, names: Mapping[str, str]) -> list[tuple[str, tuple[i
         else:
             i += 1
     return found
+
+
+#: Words that say a name is an author's ("by", "et al.", "'s papers", "wrote"): a surname said
+#: alone is read as an author only beside one of them.
+_AUTHOR_CUE = re.compile(r"\b(?:by|from|authored|authors?|co-?authors?|co-?authored|wrote|written|"
+                         r"et\s+al)\b|['’]s\s+(?:\w+\s+){0,2}?(?:papers?|works?|submissions?|"
+                         r"orals?|posters?|research|publications?)\b", re.I)
+
+
+#: Right before a surname: "papers by", "anything from", "work of" (a noun and "by").
+_BY_BEFORE = re.compile(r"\b(?:papers?|works?|anything|something|stuff|submissions?|research|"
+                        r"publications?|ones)\s+(?:by|from|of)\s+$", re.I)
+#: Right after a surname: "'s papers", "et al.".
+_AFTER_NAME = re.compile(r"['’]s\b|\s+et\s+al\b", re.I)
+
+
+def surname_index(names: Mapping[str, str]) -> dict[str, str]:
+    """Folded surname -> the surname as the list spells it, for the surnames of ``names``
+    (:func:`author_index`) of at least four letters."""
+    out: dict[str, str] = {}
+    for key, name in names.items():
+        last = key.split()[-1]
+        if len(last) >= 4 and last.isalpha():
+            out.setdefault(last, name.split()[-1])
+    return out
+
+
+def surnames_said(text: str, surnames: Mapping[str, str], vocabulary=frozenset()
+                  ) -> list[tuple[str, tuple[int, int]]]:
+    """Surnames of ``surnames`` (:func:`surname_index`) that ``text`` says beside an author word
+    ("papers by goodfellow", "Levine et al.", "schmidhuber's papers"), as ``(surname as the list
+    spells it, span)``; a word of ``vocabulary`` (the papers' BM25 terms) is a surname only when
+    capitalised or said as one ("papers by song", "song et al.", not "music made by song
+    structure")."""
+    if not surnames or not _AUTHOR_CUE.search(text):
+        return []
+    found = []
+    for m in _WORD.finditer(text):
+        word = re.sub(r"['’]s$", "", m.group(0))
+        key = fold(word)
+        if key not in surnames:
+            continue
+        said_as_author = bool(_BY_BEFORE.search(text[:m.start()]) or
+                              _AFTER_NAME.match(text[m.start() + len(word):]))
+        if word[:1].isupper() or said_as_author or not _stems(key) & vocabulary:
+            found.append((surnames[key], (m.start(), m.start() + len(word))))
+    return found
+
+
+def _stems(word: str) -> set[str]:
+    """The BM25 terms of ``word`` (:func:`rag.backends.lexical.query_terms`)."""
+    from rag.backends.lexical import query_terms
+
+    return set(query_terms(word))

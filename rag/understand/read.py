@@ -25,7 +25,7 @@ import re
 from typing import TYPE_CHECKING, Mapping, Sequence
 
 from rag.understand import rating_order, topics, years
-from rag.understand.authors import authors_said
+from rag.understand.authors import authors_said, surname_index, surnames_said
 from rag.understand.names import NameIndex
 from rag.understand.plan import UNSURE_BELOW, Plan
 from rag.understand.turn_reader import TurnContext, TurnReader, TurnSlots, find_slots
@@ -147,7 +147,9 @@ _HAD_ON = re.compile(r"\b(?:have|had|has|publish(?:ed)?|accept(?:ed)?|feature[sd
 _LINEAGE = re.compile(r"\b(?:ancestors?|descendants?|precursors?|predecessors?|successors?|"
                       r"forerunners?|antecedents?|follow[- ]?ups?|lineage|builds?\s+(?:up)?on|"
                       r"build\s+(?:up)?on|built\s+(?:up)?on|inspired\s+by|related\s+(?:to|work)|"
-                      r"most\s+(?:related|similar|alike)|closest|nearest)\b",
+                      r"most\s+(?:related|similar|alike)|closest|nearest|counterparts?|"
+                      r"equivalents?|analog(?:ue)?s?|follow(?:s|ed)?\s+up\s+on|more\s+like|"
+                      r"similar\s+to)\b",
                       re.I)
 #: "papers similar to the paper on X", "work closest to the 2026 paper that ...": the papers near
 #: a paper described rather than named.
@@ -162,7 +164,8 @@ _EVERY = re.compile(r"\b(?:each|every|all|both|them|these|those|they|their)\b", 
 
 
 def read_turn(text: str, context: TurnContext, reader: TurnReader, *, areas: Sequence[str],
-              names: NameIndex, authors: Mapping[str, str] | None = None) -> Plan:
+              names: NameIndex, authors: Mapping[str, str] | None = None,
+              vocabulary: frozenset[str] | set[str] = frozenset()) -> Plan:
     """The :class:`Plan` of turn ``text`` (already checked: :func:`rag.chat.answer.check_question`).
 
     Args:
@@ -171,7 +174,10 @@ def read_turn(text: str, context: TurnContext, reader: TurnReader, *, areas: Seq
         areas: the index's primary areas (area filters).
         names: the index's paper names (:meth:`rag.retrieve.retriever.Retriever.name_index`).
         authors: the index's author names (:func:`rag.understand.authors.author_index`): a
-            full name said in any frame filters by that author (:func:`with_authors`).
+            full name said in any frame filters by that author (:func:`with_authors`), and so
+            does a surname said beside an author word ("Levine et al.").
+        vocabulary: words the papers use, lower case: a surname that is one of them is read
+            only when capitalised ("papers by Song", not "music made by song structure").
     """
     found = find_slots(text, context, areas, names)
     x = reader.features([text], [context], [found])[0]
@@ -207,6 +213,8 @@ def read_turn(text: str, context: TurnContext, reader: TurnReader, *, areas: Seq
                     confidence=best_p / total if total else 0.0)
     said_authors = authors_said(text, authors) if authors and not any(
         f.startswith("author=") for f in plan.filters) else []
+    if authors and not said_authors and not any(f.startswith("author=") for f in plan.filters):
+        said_authors = surnames_said(text, surname_index(authors), vocabulary)  # "Levine et al."
     if said_authors and op != "refine":
         with_authors(plan, text, said_authors)
     if op != "refine" and years.asks_per_year(text):
@@ -309,7 +317,7 @@ _AUTHOR_FRAME = re.compile(
     r"['’]s\b|\b(?:what|which|did|does|do|has|have|had|is|are|was|were|any|all|the|a|an|of|"
     r"from|by|with|as|in|at|to|iclr|papers?|works?|submissions?|submit(?:ted|s)?|wrote|written|"
     r"write|authored|authors?|co-?authors?|publish(?:ed)?|list|show|me|give|find|else|other|"
-    r"there|many|how|number|count|also|sort(?:ed)?|rank(?:ed)?|order(?:ed)?|mean|average|avg|"
+    r"there|many|how|number|count|also|et|al|sort(?:ed)?|rank(?:ed)?|order(?:ed)?|mean|average|avg|"
     r"reviewers?|scores?|ratings?|rated|highest|lowest|best|worst|top|first|descending|"
     r"ascending)\b|[?!.,;:]", re.I)
 
@@ -407,7 +415,14 @@ def understand(question: str, history: Sequence[Turn], retriever: Retriever,
     """The :class:`Plan` of ``question`` after ``history``, read against ``retriever``'s index
     (its areas and its papers' names)."""
     return read_turn(question, context_from(history), reader, areas=retriever.area_names(),
-                     names=retriever.name_index(), authors=index_authors(retriever))
+                     names=retriever.name_index(), authors=index_authors(retriever),
+                     vocabulary=_vocabulary(retriever))
+
+
+def _vocabulary(retriever: Retriever) -> frozenset[str]:
+    """The index's BM25 terms (:meth:`rag.retrieve.retriever.Retriever.vocabulary`), or none."""
+    get = getattr(retriever, "vocabulary", None)
+    return frozenset(get()) if get is not None else frozenset()
 
 
 def index_authors(retriever: Retriever) -> dict[str, str]:

@@ -44,8 +44,16 @@ def years_said(text: str) -> list[int]:
     return list(dict.fromkeys(int(y) for y in _YEARS.findall(text)))
 
 
+#: "in total across both years", "altogether": one number, not one per year.
+_TOTAL = re.compile(r"\b(?:in\s+total|total(?:led)?|overall|altogether|combined|all\s+together|"
+                    r"summed|put\s+together)\b", re.I)
+
+
 def asks_per_year(text: str) -> bool:
-    """True when ``text`` asks for an answer per year (see the module docstring)."""
+    """True when ``text`` asks for an answer per year (see the module docstring); a total asked
+    in so many words ("how many papers in total across both years?") is one number."""
+    if _TOTAL.search(text) and not re.search(r"\b(?:per|each|every|by)\s+year\b", text, re.I):
+        return False
     if _PER_YEAR.search(text):
         return True
     said = years_said(text)
