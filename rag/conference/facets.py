@@ -74,6 +74,13 @@ def _singular(word: str) -> str:
     return word
 
 
+def phrase_stem(topic: str) -> str:
+    """The first word of :func:`phrase_pattern`'s phrase, lower case and singular: every text
+    the pattern matches contains it (a cheap test before the pattern)."""
+    words = re.findall(r"[\w+]+", normalise(topic).lower())
+    return _singular(words[0]) if words else ""
+
+
 def phrase_pattern(topic: str) -> re.Pattern:
     """The rule a topic count uses: the topic's words in order, each in the singular and
     followed by an optional plural "s", separated by spaces or hyphens, case-insensitive, on the
@@ -119,10 +126,11 @@ class TopicMembers:
 
 
 def topic_members(retriever, topic: str, filters: Filters | None,
-                  within: Filters | None = None) -> TopicMembers | None:
+                  within: Filters | None = None, phrase: bool = True) -> TopicMembers | None:
     """:class:`TopicMembers` of ``topic`` over the papers ``filters`` admit, or None when the
     retriever has no membership model (a fake): callers then count the phrase. ``within``
-    restricts the model's search itself (one year: :mod:`rag.conference.trends`)."""
+    restricts the model's search itself (one year: :mod:`rag.conference.trends`); without
+    ``phrase`` the phrase count is not made (``(0, 0)``)."""
     from rag.retrieve.membership import membership
 
     m = membership(retriever, topic, within=within)
@@ -130,9 +138,10 @@ def topic_members(retriever, topic: str, filters: Filters | None,
         return None
     allowed = {p.id for p in matching(retriever.papers, filters)} if filters else None
     ids = [pid for pid in m.members(allowed) if pid in retriever.papers]
-    phrase = topic_count(topic, retriever.papers, retriever.search_texts(), filters)
+    said = topic_count(topic, retriever.papers, retriever.search_texts(), filters) \
+        if phrase else (0, 0)
     return TopicMembers(topic, [retriever.papers[i] for i in ids], m.expected(allowed),
-                        m.threshold, phrase)
+                        m.threshold, said)
 
 
 #: A topic whose phrase occurs in at least this many papers, and in more than

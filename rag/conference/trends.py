@@ -123,6 +123,18 @@ def catalog_trend(papers: dict[str, Paper], filters: Filters | None,
     return Trend("", "catalog", filters.as_strings() if filters else [], rows, ids)
 
 
+def _lowered(retriever, texts: dict[str, str]) -> dict[str, str]:
+    """Each paper's search text in lower case, computed once per retriever."""
+    cached = getattr(retriever, "_lowered_texts", None)
+    if cached is None or len(cached) != len(texts):
+        cached = {pid: t.lower() for pid, t in texts.items()}
+        try:
+            retriever._lowered_texts = cached
+        except AttributeError:
+            pass
+    return cached
+
+
 def _said_of(paper: Paper, pattern, text: str) -> bool:
     """True when the phrase ``pattern`` is in ``paper``'s title or keywords, or at least twice
     in its search text (``text``: title, keywords and abstract): a paper that names the topic
@@ -145,14 +157,16 @@ def topic_trend(retriever, topic: str, filters: Filters | None, years: Iterable[
     if filters and "year" in filters.values:
         raise ValueError("a per-year count takes its years apart from its filters")
     texts = retriever.search_texts()
+    lowered = _lowered(retriever, texts)
     phrases = topic_alternatives(topic)
     rows: list[YearRow] = []
     ids: dict[int, list[str]] = {}
     threshold = None
     for y in sorted(set(years)):
         scope = _in_year(filters, y)
-        total = len(facets.matching(retriever.papers, scope))
-        found = facets.topic_members(retriever, topic, scope, within=scope)
+        in_scope = [p for p in retriever.papers.values() if scope.matches(p)]
+        total = len(in_scope)
+        found = facets.topic_members(retriever, topic, scope, within=scope, phrase=False)
         members = [p.id for p in found.papers] if found is not None else []
         if found is not None:
             threshold = found.threshold
@@ -160,8 +174,12 @@ def topic_trend(retriever, topic: str, filters: Filters | None, years: Iterable[
         worded = []
         for phrase in phrases:
             pattern = facets.phrase_pattern(phrase)
-            for p in facets.topic_matches(phrase, retriever.papers, texts, scope):
-                if p.id not in seen and _said_of(p, pattern, texts.get(p.id, "")):
+            first = facets.phrase_stem(phrase)
+            for p in in_scope:
+                # (a substring test first: the pattern's first word, lower case, must be there)
+                if p.id not in seen and first in lowered.get(p.id, "") and \
+                        pattern.search(texts.get(p.id, "")) and \
+                        _said_of(p, pattern, texts.get(p.id, "")):
                     seen.add(p.id)
                     worded.append(p.id)
         rows.append(YearRow(y, len(members) + len(worded), total))
