@@ -335,3 +335,12 @@ def test_the_other_year_swaps_the_previous_questions_year():
     got = resolve_refine(plan, [prev], [], [2018, 2026])
     assert got.filters == ["year=2018"]
     assert "federated learning" in got.query and "other year" not in got.query
+
+
+def test_bench_trend_needs_an_index_of_several_years(fake_index):
+    from rag.errors import PaperchatError
+    from rag.evaluate.bench_query import bench_trend
+
+    settings, _ = fake_index
+    with pytest.raises(PaperchatError, match="several years"):
+        bench_trend(settings)

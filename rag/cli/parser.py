@@ -155,7 +155,7 @@ def _parser() -> argparse.ArgumentParser:
     fe.add_argument("--quiet", action="store_true", help="no progress bars, only the summary")
 
     bn = sub.add_parser("bench", help="benchmarks that print figures")
-    bn.add_argument("what", choices=["index", "query", "answer", "layout", "survey"])
+    bn.add_argument("what", choices=["index", "query", "answer", "layout", "survey", "trend"])
     bn.add_argument("--json", action="store_true")
     bn.add_argument("--index", default=None)
     bn.add_argument("--papers", type=int, default=None, metavar="N",

@@ -103,7 +103,7 @@ def cmd_map(args) -> int:
 
 #: The module of each ``paperchat bench`` benchmark (imported when that one runs).
 BENCH_MODULES = {"index": "bench_index", "layout": "bench_layout", "query": "bench_query",
-                 "answer": "bench_query", "survey": "bench_query"}
+                 "answer": "bench_query", "survey": "bench_query", "trend": "bench_query"}
 
 
 def cmd_bench(args) -> int:

@@ -219,3 +219,51 @@ def bench_survey(settings: Settings, runs: int = 3) -> dict:
             "fused_top15_ms_median": round(without, 1),
             "ratio_with_over_without": round(with_m / without, 3) if without else None,
             "with_membership_ms_p90": round(sorted(times[True])[int(0.9 * len(times[True]))], 1)}
+
+
+#: Topics timed by :func:`bench_trend` (none is asked in the cross-year check sets' words).
+TREND_TOPICS = ("GANs", "graph neural networks", "meta-learning", "knowledge distillation",
+                "federated learning", "optimal transport")
+
+
+def bench_trend(settings: Settings, runs: int = 3) -> dict:
+    """Whole-answer time of a topic's count per year ("how did interest in X change over the
+    years?": the relevance model once per year, and the topic's words, :mod:`rag.conference.trends`)
+    against the baseline of one count of the same topic over the whole index ("how many papers
+    are about X?"), interleaved topic by topic in one process after a warm-up, ``runs`` rounds
+    over :data:`TREND_TOPICS`. Times in ms; the ratio is per year / whole index, medians.
+
+    Raises:
+        PaperchatError: the index holds papers of fewer than two years.
+    """
+    from rag.chat.answer import answer
+    from rag.chat.pipeline import Pipeline
+    from rag.conference.trends import year_totals
+    from rag.cpu import cpu_features
+    from rag.errors import PaperchatError
+
+    pipe = Pipeline(settings)
+    years = year_totals(pipe.retriever.papers.values())
+    if len(years) < 2:
+        raise PaperchatError(f"'bench trend' needs an index of several years; index "
+                             f"{pipe.retriever.name!r} holds {', '.join(map(str, years)) or 'none'}"
+                             " (paperchat index A.jsonl B.jsonl --name NAME)")
+    kwargs = dict(retriever=pipe.retriever, generator=pipe.generator, settings=settings,
+                  mode="extractive")
+    asked = {True: "how did interest in {} change over the years?",
+             False: "how many papers are about {}?"}
+    for per_year in (True, False):
+        answer(asked[per_year].format(TREND_TOPICS[0]), **kwargs)
+    times: dict[bool, list[float]] = {True: [], False: []}
+    for _ in range(runs):
+        for topic in TREND_TOPICS:
+            for per_year in (True, False):
+                t0 = time.perf_counter()
+                answer(asked[per_year].format(topic), **kwargs)
+                times[per_year].append((time.perf_counter() - t0) * 1000)
+    trend, whole = statistics.median(times[True]), statistics.median(times[False])
+    return {"bench": "trend", "index": pipe.retriever.name, "papers": len(pipe.retriever),
+            "years": {str(y): n for y, n in years.items()}, "topics": len(TREND_TOPICS),
+            "runs": runs, "cpu": cpu_features(),
+            "per_year_ms_median": round(trend, 1), "whole_index_count_ms_median": round(whole, 1),
+            "ratio_per_year_over_whole": round(trend / whole, 3) if whole else None}
