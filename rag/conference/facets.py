@@ -126,14 +126,16 @@ class TopicMembers:
 
 
 def topic_members(retriever, topic: str, filters: Filters | None,
-                  within: Filters | None = None, phrase: bool = True) -> TopicMembers | None:
+                  within: Filters | None = None, phrase: bool = True,
+                  reference=None) -> TopicMembers | None:
     """:class:`TopicMembers` of ``topic`` over the papers ``filters`` admit, or None when the
     retriever has no membership model (a fake): callers then count the phrase. ``within``
-    restricts the model's search itself (one year: :mod:`rag.conference.trends`); without
-    ``phrase`` the phrase count is not made (``(0, 0)``)."""
+    restricts the model's search itself (one year: :mod:`rag.conference.trends`), its features
+    taken against ``reference`` (:func:`rag.retrieve.membership.features`); without ``phrase``
+    the phrase count is not made (``(0, 0)``)."""
     from rag.retrieve.membership import membership
 
-    m = membership(retriever, topic, within=within)
+    m = membership(retriever, topic, within=within, reference=reference)
     if m is None:
         return None
     allowed = {p.id for p in matching(retriever.papers, filters)} if filters else None

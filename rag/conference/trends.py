@@ -159,6 +159,8 @@ def topic_trend(retriever, topic: str, filters: Filters | None, years: Iterable[
     texts = retriever.search_texts()
     lowered = _lowered(retriever, texts)
     phrases = topic_alternatives(topic)
+    inputs = getattr(retriever, "fusion_inputs", None)
+    reference = inputs(topic) if inputs is not None else None  # the whole index's channels
     rows: list[YearRow] = []
     ids: dict[int, list[str]] = {}
     threshold = None
@@ -166,7 +168,8 @@ def topic_trend(retriever, topic: str, filters: Filters | None, years: Iterable[
         scope = _in_year(filters, y)
         in_scope = [p for p in retriever.papers.values() if scope.matches(p)]
         total = len(in_scope)
-        found = facets.topic_members(retriever, topic, scope, within=scope, phrase=False)
+        found = facets.topic_members(retriever, topic, scope, within=scope, phrase=False,
+                                     reference=reference)
         members = [p.id for p in found.papers] if found is not None else []
         if found is not None:
             threshold = found.threshold

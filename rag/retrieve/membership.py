@@ -51,11 +51,15 @@ FEATURES = {
 }
 
 
-def features(ch: Channels, head_present: np.ndarray | None = None) -> np.ndarray:
+def features(ch: Channels, head_present: np.ndarray | None = None,
+             reference: Channels | None = None) -> np.ndarray:
     """The :data:`FEATURES` of every candidate of ``ch``: shape (len(ch), len(FEATURES))
     float64, columns in :data:`FEATURES` order. ``head_present``: shape (n_terms, len(ch)) bool,
     which of the topic's BM25 terms (``ch.term_df``'s order) each candidate's title or keywords
-    have (:func:`head_terms`); zeros when None."""
+    have (:func:`head_terms`); zeros when None. ``reference``: the topic's channels over the
+    whole index when ``ch`` is a restricted search (one year of several): the gaps, the BM25
+    share and z-score are then taken against the whole index's best papers and BM25 pool, so a
+    year with no paper on the topic does not make its nearest papers the topic's best."""
     n = len(ch.ids)
 
     def filled(values, pool):
@@ -71,8 +75,15 @@ def features(ch: Channels, head_present: np.ndarray | None = None) -> np.ndarray
     best_paper = float(np.max(paper)) if n else 0.0
     bm25 = np.asarray(ch.bm25, dtype=np.float64)
     top = float(bm25.max()) if n else 0.0
-    share = bm25 / top if top > 0 else np.zeros(n)
     pool = np.asarray(ch.bm25_pool, dtype=np.float64)
+    if reference is not None and len(reference.ids):
+        best_dense = max(best_dense, float(np.nanmax(reference.dense_pool))
+                         if len(reference.dense_pool) else best_dense)
+        if reference.paper is not None and np.isfinite(reference.paper).any():
+            best_paper = max(best_paper, float(np.nanmax(reference.paper)))
+        top = max(top, float(np.max(reference.bm25)))
+        pool = np.asarray(reference.bm25_pool, dtype=np.float64)
+    share = bm25 / top if top > 0 else np.zeros(n)
     if len(pool) > 1 and pool.std() > 1e-9:
         bz = (bm25 - pool.mean()) / pool.std()
     else:
@@ -115,15 +126,16 @@ def head_terms(retriever, topic: str, ids: Sequence[str]) -> np.ndarray:
     return out
 
 
-def candidates(retriever, topic: str, within=None, extra: Sequence[str] = ()):
+def candidates(retriever, topic: str, within=None, extra: Sequence[str] = (),
+               reference: Channels | None = None):
     """``(ids, features)`` of ``topic``'s candidates (module docstring): the hybrid search's
     channels (:meth:`rag.retrieve.retriever.Retriever.fusion_inputs`, the search restricted to
     the papers the :class:`rag.filters.Filters` ``within`` admit when given; ``extra`` paper
-    ids are scored too, ranked or not) and :func:`head_terms`; features shape (len(ids),
-    len(FEATURES))."""
+    ids are scored too, ranked or not) and :func:`head_terms`, relative to ``reference`` when
+    given (:func:`features`); features shape (len(ids), len(FEATURES))."""
     kw = {k: v for k, v in (("filters", within), ("extra", tuple(extra))) if v}
     ch = retriever.fusion_inputs(topic, **kw)
-    return ch.ids, features(ch, head_terms(retriever, topic, ch.ids))
+    return ch.ids, features(ch, head_terms(retriever, topic, ch.ids), reference)
 
 
 @dataclass
@@ -234,11 +246,13 @@ class Membership:
 
 
 def membership(retriever, topic: str, model: MembershipModel | None = None,
-               within=None, extra: Sequence[str] = ()) -> Membership | None:
+               within=None, extra: Sequence[str] = (),
+               reference: Channels | None = None) -> Membership | None:
     """Score every candidate of ``topic`` (see the module docstring), the search restricted to
     the papers the :class:`rag.filters.Filters` ``within`` admit when given (one year of an
-    index of several: :mod:`rag.conference.trends`), and ``extra`` papers scored whether the
-    search ranks them or not (the papers in hand); None when no model is shipped, the
+    index of several: :mod:`rag.conference.trends`; its features then relative to
+    ``reference``, the topic's channels over the whole index: :func:`features`), and ``extra``
+    papers scored whether the search ranks them or not (the papers in hand); None when no model is shipped, the
     retriever has no fusion inputs (a fake) or its settings turn membership off
     (``topic_membership``)."""
     settings = getattr(retriever, "settings", None)
@@ -248,7 +262,7 @@ def membership(retriever, topic: str, model: MembershipModel | None = None,
     inputs = getattr(retriever, "fusion_inputs", None)
     if model is None or inputs is None:
         return None
-    ids, x = candidates(retriever, topic, within, extra)
+    ids, x = candidates(retriever, topic, within, extra, reference)
     probs = model.probabilities(x)
     order = np.argsort(-probs, kind="stable")
     return Membership(topic, [ids[i] for i in order], probs[order], model.threshold,

@@ -171,6 +171,8 @@ def topic_alternatives(topic: str) -> list[str]:
             out.append(part)
     spelled = [ACRONYMS[w.lower()] for w in out if w.lower() in ACRONYMS]
     other = [x for w in out for x in SPELLINGS.get(_plain(w), [])]
+    other += [a.upper() for w in out for a, full in ACRONYMS.items()
+              if _plain(full) == _plain(w) and _plain(a) != _plain(w)]
     seen: set[str] = set()
     kept = []
     for x in out + spelled + other:
