@@ -64,7 +64,7 @@ def authors_said(text: str, names: Mapping[str, str]) -> list[tuple[str, tuple[i
 #: Words that say a name is an author's ("by", "et al.", "'s papers", "wrote"): a surname said
 #: alone is read as an author only beside one of them.
 _AUTHOR_CUE = re.compile(r"\b(?:by|from|authored|authors?|co-?authors?|co-?authored|wrote|written|"
-                         r"et\s+al)\b|['’]s\s+(?:\w+\s+){0,2}?(?:papers?|works?|submissions?|"
+                         r"et\s+al|submit(?:ted|s)?|publish(?:ed|es)?)\b|['’]s\s+(?:\w+\s+){0,2}?(?:papers?|works?|submissions?|"
                          r"orals?|posters?|research|publications?)\b", re.I)
 
 

@@ -19,9 +19,11 @@ _TIER_BEFORE = re.compile(rf"\b(orals?|spotlights?|posters?|rejected|withdrawn|a
 _TIER_AFTER = re.compile(rf"\b{_PAPERS}\s+(?:(?:that|which)\s+)?(?:(?:were|was|got|are|is|have been|"
                          r"has been)\s+)?(rejected|withdrawn|accepted)(?:\s+as\s+(?:an?\s+)?"
                          r"(orals?|spotlights?|posters?))?\b", re.I)
-# "How many papers by X were rejected?": the decision said at the end, after other words
+# "How many papers by X were rejected?": the decision said at the end, after other words (or
+# before the conference: "... were accepted at ICLR 2026")
 _TIER_PASSIVE = re.compile(r"\b(?:were|was|got|have been|has been)\s+(rejected|withdrawn|accepted)"
-                           r"\s*[?.!]*\s*$", re.I)
+                           r"(?:\s+(?:at|to|in|by|into)\s+(?:the\s+)?(?:iclr|conference|main)\b"
+                           r"[^?.!]*)?\s*[?.!]*\s*$", re.I)
 # "invited to the workshop track", "workshop papers": ICLR 2018's fourth decision
 _WORKSHOP = re.compile(r"\b(?:(?:invited|moved|sent|relegated|demoted)\s+to\s+)?the\s+workshop\s+"
                        r"track\b|\bworkshop[-\s]+(?:track\s+)?(?:papers?|submissions?|posters?|"
@@ -100,7 +102,8 @@ _TIER_WORD = {"oral": "oral", "orals": "oral", "spotlight": "spotlight", "spotli
 # "rated 6 or higher", "rating >= 6", "with a mean rating above 5.5", "scored at least 8"
 _RATING = re.compile(
     r"\b(?:(?:with\s+)?(?:an?\s+)?(?:(?:mean|average|avg|reviewer|review|overall)\s+){0,2}"
-    r"(?:rating|score)s?|rated|scored)(?:\s*,?\s*(?:like|um|uh|say)\s*,)?"
+    r"(?:rating|score)s?|rated|scored|averag(?:ed|ing)|got\s+an?\s+average\s+of)"
+    r"(?:\s*,?\s*(?:like|um|uh|say)\s*,)?"
     r"\s*(?:(?:is|are|was|were|of)\s+)?(>=|<=|>|<|=|≥|≤|at least|at most|at or above|at or below|above|over|below|under|greater than|"
     r"more than|higher than|less than|lower than|of at least|no less than|no more than)?\s*"
     r"(\d{1,2}(?:\.\d{1,2})?)(?!\d|\.\d)(?!\s+(?:papers?|pprs?|works?|ones|orals|posters|submissions)\b)"

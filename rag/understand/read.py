@@ -149,14 +149,17 @@ _LINEAGE = re.compile(r"\b(?:ancestors?|descendants?|precursors?|predecessors?|s
                       r"build\s+(?:up)?on|built\s+(?:up)?on|inspired\s+by|related\s+(?:to|work)|"
                       r"most\s+(?:related|similar|alike)|closest|nearest|counterparts?|"
                       r"equivalents?|analog(?:ue)?s?|follow(?:s|ed)?\s+up\s+on|more\s+like|"
-                      r"similar\s+to)\b",
+                      r"similar\s+to|same\s+(?:problem|topic|question|task|idea)s?\s+as)\b",
                       re.I)
 #: "papers similar to the paper on X", "work closest to the 2026 paper that ...": the papers near
 #: a paper described rather than named.
 _LIKE_DESCRIBED = re.compile(
     r"\b(?:papers?|works?|ones|submissions?|anything|something)\s+(?:\w+\s+){0,2}?(?:similar\s+"
     r"to|closest\s+to|close\s+to|most\s+like|like|related\s+to|resembling)\s+(?:the|that|this)"
-    r"\s+(?:(?:19|20)\d\d\s+)?(?:paper|work|submission|one)\b", re.I)
+    r"\s+(?:(?:19|20)\d\d\s+)?(?:paper|work|submission|one)\b|"
+    # "the 2018 paper that scaled up X - anything similar in 2026?"
+    r"^\W*the\s+(?:(?:19|20)\d\d\s+)?(?:paper|work|submission)\b.*\b(?:anything|something|"
+    r"papers?|works?)\s+(?:\w+\s+)?(?:similar|like\s+(?:it|that|this))\b", re.I)
 #: Operations a singular reference ("that one", "this paper") applies to one paper.
 #: ("which one of these ..." picks among the previous answer's papers: not this rule).
 _SINGLE_OPS = ("describe", "authors", "number", "cite", "similar")
@@ -217,7 +220,14 @@ def read_turn(text: str, context: TurnContext, reader: TurnReader, *, areas: Seq
         said_authors = surnames_said(text, surname_index(authors), vocabulary)  # "Levine et al."
     if said_authors and op != "refine":
         with_authors(plan, text, said_authors)
-    if op != "refine" and years.asks_per_year(text):
+    elif op != "refine" and any(f.startswith("author=") for f in plan.filters):
+        # read by the filter words ("papers by Yoshua Bengio"): the same cleanup of the topic
+        named = [f[7:] for f in plan.filters if f.startswith("author=")]
+        from rag.filters import fold
+
+        placed = authors_said(text, {fold(n): n for n in named if len(n.split()) > 1})
+        with_authors(plan, text, placed, add=False)
+    if op not in ("refine", "similar") and years.asks_per_year(text):
         per_year(plan, text, found, context)
     out = probs.get("scope", {}).get("out", 0.0)
     if out >= OUTSIDE_ABOVE and not said_authors and not (plan.op == "similar" and plan.ids) \
@@ -314,7 +324,8 @@ def assemble(text: str, papers: str, op: str, aspect: str, found: TurnSlots,
 
 #: Words that say "papers by this author" around a name, not a topic.
 _AUTHOR_FRAME = re.compile(
-    r"['’]s\b|\b(?:what|which|did|does|do|has|have|had|is|are|was|were|any|all|the|a|an|of|"
+    r"['’]s\b|\b(?:what|which|where|who|whose|that|did|does|do|has|have|had|is|are|was|were|"
+    r"any|all|the|a|an|of|"
     r"from|by|with|as|in|at|to|iclr|papers?|works?|submissions?|submit(?:ted|s)?|wrote|written|"
     r"write|authored|authors?|co-?authors?|publish(?:ed)?|list|show|me|give|find|else|other|"
     r"there|many|how|number|count|also|et|al|sort(?:ed)?|rank(?:ed)?|order(?:ed)?|mean|average|avg|"
@@ -327,13 +338,15 @@ _SORTED = re.compile(r"\b(?:sort(?:ed)?|rank(?:ed)?|order(?:ed)?)\s+by\b|\bfirst
                      r"(?:(?:mean|average|avg|reviewer)\s+)*(?:rating|score)s?\b", re.I)
 
 
-def with_authors(plan: Plan, text: str, said: list[tuple[str, tuple[int, int]]]) -> None:
+def with_authors(plan: Plan, text: str, said: list[tuple[str, tuple[int, int]]],
+                 add: bool = True) -> None:
     """Filter ``plan`` by the authors ``said`` in ``text`` (:func:`rag.understand.authors.
     authors_said`), in place: their names and the words around them ("'s papers", "submit",
     "as an author") leave the search; what is left is the topic ("Chelsea Finn's papers on
     meta-learning"), and with no topic left the plan reads the catalog ("bernhard scholkopf
     papers": a list of that author's papers; a count, sort or extreme stays one)."""
-    plan.filters = plan.filters + [f"author={name}" for name, _ in said]
+    if add:  # (else the filters have them already; ``said`` only places the names)
+        plan.filters = plan.filters + [f"author={name}" for name, _ in said]
     rest = text
     for _, (a, b) in sorted((s for s in said), key=lambda s: -s[1][0]):
         rest = rest[:a] + " " + rest[b:]

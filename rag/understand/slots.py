@@ -132,7 +132,8 @@ _GLUED_YEAR = re.compile(r"\biclr[-_]?((?:19|20)\d\d)\b", re.I)
 #: Capitalised words a year after them still filters by: the venue, and a sentence's first word
 #: ("In 2018", "From 2018 on").
 _YEAR_OWNERS = frozenset("iclr in from since of for at before after during and or the year "
-                         "published accepted submitted only just papers".split())
+                         "published accepted submitted only just papers which what any all "
+                         "list show find give some are were vs versus".split())
 
 
 #: Number words a rating threshold may be written in ("at least six", "above seven").

@@ -16,21 +16,26 @@ import re
 _YEAR = r"(?:19|20)\d\d"
 #: A breakdown asked in so many words.
 _PER_YEAR = re.compile(
-    r"\b(?:per|each|every|by|for\s+each)\s+(?:year|edition)\b|\byear[-\s]+(?:over|by|on|to)[-\s]+"
+    r"\b(?:per|each|every|by|for\s+each)[-\s]+(?:year|edition|conference|list)\b|\byear[-\s]+(?:over|by|on|to)[-\s]+"
     r"year\b|\bover\s+the\s+years\b|\bacross\s+(?:the\s+)?(?:years|editions)\b|"
     r"\bthrough\s+the\s+years\b|(?<!series\s)(?<!seasonal\s)\btrend(?:s|ing|ed)?\b(?!\s+(?:"
     r"forecast|decompos|component|filter|estimat|extract|predict|follow|line))|\bthen\s+(?:and|vs\.?|"
     r"versus)\s+now\b|\bnow\s+(?:and|vs\.?|versus)\s+then\b|\bin\s+both\s+years\b|"
     r"\b(?:the|both)\s+two\s+years\b|\bbetween\s+the\s+(?:two\s+)?years\b|"
     r"^\W*(?:is|are|was|were)\s+(?:\S+\s+){1,6}?(?:growing|shrinking|declining|rising|falling|"
-    r"trending|dying|booming|fading|taking\s+off|on\s+the\s+rise|in\s+decline)\b", re.I)
+    r"trending|dying|booming|fading|taking\s+off|on\s+the\s+rise|in\s+decline)\b|"
+    r"^\W*(?:has|have|did|is|are)\s+(?:the\s+)?(?:interest\s+in|work\s+on|research\s+on|"
+    r"popularity\s+of|attention\s+to)\s+.+?\s+(?:dropped|grown|grew|declined|increased|"
+    r"decreased|risen|rose|fallen|fell|changed|shrunk|faded|died|taken\s+off)\b|"
+    r"\b(?:both|the\s+two)\s+(?:conferences|lists|editions)\b", re.I)
 #: Words of change or comparison that make two years, a year and "now", or "since YEAR" a
 #: question per year.
 _CHANGE = re.compile(
     r"\b(?:chang\w*|grow\w*|grew|declin\w*|evolv\w*|shift\w*|rise|rose|risen|rising|fall|fell|"
     r"fallen|drop\w*|increas\w*|decreas\w*|popular\w*|interest|share|proportion|fraction|"
-    r"percent\w*|more|fewer|less|compar\w*|vs\.?|versus|how\s+many|number\s+of|count\w*|"
-    r"differ\w*|went|gone|up|down|bigger|smaller|larger|big|small|hot|hotter|part\s+of|"
+    r"percent\w*|more|fewer|less|compar\w*|vs\.?|versus|how\s+many|number\s+of|"
+    r"counts?|counted|counting|"
+    r"differ\w*|went|gone|bigger|smaller|larger|big|small|hot|hotter|part\s+of|"
     r"died?|dying|dead|faded?|boom\w*)\b", re.I)
 _NOW = re.compile(r"\b(?:now|today|nowadays|these\s+days|currently|this\s+year|anymore|"
                   r"recent(?:ly)?|lately)\b", re.I)
@@ -67,7 +72,8 @@ def asks_per_year(text: str) -> bool:
 
 #: Phrases of a per-year question around its topic, taken off anywhere in it.
 _FRAME = re.compile(
-    rf"\b(?:per|each|every|by|for\s+each)\s+(?:year|edition)\b|\byear[-\s]+(?:over|by|on|to)"
+    rf"\b(?:per|each|every|by|for\s+each)[-\s]+(?:year|edition|conference|list)\b|"
+    rf"\byear[-\s]+(?:over|by|on|to)"
     rf"[-\s]+year\b|\bover\s+(?:the\s+)?(?:years|time)\b|\bacross\s+(?:the\s+)?(?:years|"
     rf"editions)\b|\bthrough\s+the\s+years\b|\bsince\s+(?:{_YEAR}|then)\b|\b(?:from|between)\s+"
     rf"(?:{_YEAR})?\s*(?:to|and|till|until|through)\s+(?:{_YEAR}|now|today)?\b|"
@@ -96,7 +102,7 @@ _EDGE = frozenset("""how did does do has have had is are was were what what's wh
     became anymore nowadays still so really actually submitted published orals posters
     spotlights rated all part bigger smaller larger big small hot hotter did die died dying dead
     out fade faded shrinking shrink declining rising falling booming fading taking off rise
-    growing""".split())
+    growing dropped declined increased decreased risen fallen changed shrunk""".split())
 
 
 #: Field acronyms a per-year topic is said by alone, spelled out: a count by meaning or by
