@@ -102,6 +102,20 @@ def _count(plan: Plan, sel: Selection, retriever: Retriever) -> Outcome:
     return Outcome(out, "count", new_hits)
 
 
+def _on_topic(plan: Plan, sel: Selection, retriever: Retriever):
+    """``(papers, threshold)``: the papers the relevance model counts as on the plan's topic
+    among those the selection's filters admit (:func:`rag.conference.facets.topic_members`,
+    searched within the filters), or None (no search, no topic, no model)."""
+    topic = plan.topic or plan.query
+    if not sel.searched or not has_topic(topic):
+        return None
+    found = facets.topic_members(retriever, topic, sel.filters or None,
+                                 within=sel.filters or None, phrase=False)
+    if found is None or not found.papers:
+        return None
+    return found.papers, found.threshold
+
+
 def _rated(plan: Plan, sel: Selection, retriever: Retriever) -> Outcome:
     """``list``, ``sort`` and ``extreme`` over the chosen papers, by mean reviewer rating."""
     hits = sel.hits
@@ -110,11 +124,21 @@ def _rated(plan: Plan, sel: Selection, retriever: Retriever) -> Outcome:
         return Outcome([note(f"No paper matches {facets.describe(sel.filters)}.")],
                        plan.op if plan.op != "sort" else "rated", [])
     desc = plan.order != "rating_asc"
+    rule = "" if not sel.searched else (f" (the {len(hits)} papers most relevant to the "
+                                        "search; a paper about it in other words may be missing)")
+    on_topic = _on_topic(plan, sel, retriever) if plan.op in ("extreme", "sort") else None
+    if on_topic:
+        # "the best rated 2026 paper on diffusion models": of the papers on the topic, not only
+        # of the 20 the search ranked first (it missed an 8.0 among 5.5s)
+        found, threshold = on_topic
+        ids = {p.id for p in papers}
+        papers = papers + [p for p in found if p.id not in ids]
+        rule = (f" (the {len(papers)} papers on the topic: the {len(hits)} most relevant to the "
+                f"search and those the relevance model gives a probability of at least "
+                f"{threshold:.2f} of being about it)")
     ordered = facets.by_rating(papers, descending=desc)
     if plan.op == "list" and not plan.order and sel.searched:
         ordered = [h.paper for h in hits]  # a search's papers keep their relevance order
-    rule = "" if not sel.searched else (f" (the {len(hits)} papers most relevant to the "
-                                        "search; a paper about it in other words may be missing)")
     if plan.op == "extreme":
         n = max(1, plan.n or 1)
         rated = [p for p in ordered if p.rating]

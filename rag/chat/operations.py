@@ -35,11 +35,12 @@ from typing import TYPE_CHECKING, Sequence
 from rag.chat.exact import Outcome, _cite, _count, _rated, _similar
 from rag.chat.previous import (_area_before, _compare_with_discussed, _described, _from_previous,
                                _list_with, _paired, _searched_topic, _showed)
-from rag.chat.selection import (COMPARE_DEFAULT, COMPARE_MAX, Selection, _catalog, _missing_names,
-                                _named, _search)
+from rag.chat.selection import (COMPARE_DEFAULT, COMPARE_MAX, Selection, _as_hits, _catalog,
+                                _missing_names, _named, _search)
 from rag.compose import extractive
 from rag.compose.quotes import candidates
 from rag.compose.templates import direct, item, note, title
+from rag.conference import facets
 from rag.filters import Filters
 from rag.types import Hit
 from rag.understand.plan import Plan
@@ -144,7 +145,27 @@ def select(plan: Plan, history: Sequence[Turn], retriever: Retriever, settings: 
     if source == "search" and not has_topic(plan.query) and (plan.op in (
             "count", "list", "sort", "extreme") or plan.op == "survey" and used):
         source = "catalog"  # "How many oral papers are there?": nothing left to search
-    if plan.per_year and source in ("search", "catalog") and _years_held(retriever) >= 2:
+    counted = None
+    if prev is not None and not plan.per_year and said and source in ("catalog", "previous",
+                                                                      "focus") and \
+            plan.op in ("list", "count", "sort", "extreme") and \
+            not has_topic(_POINTING.sub(" ", plan.query)) and not _WHOLE.search(plan.said or ""):
+        from rag.chat.yearly import counted_before
+
+        counted = counted_before(history, retriever)
+    if counted is not None:
+        # "which of the 2018 ones were orals?" after "how did interest in X change since
+        # 2018?": among the papers that answer counted on X, not every oral of 2018
+        topic, papers = counted
+        kept = facets.by_rating([p for p in papers if used.matches(p)],
+                                descending=plan.order != "rating_asc")
+        scope = f"the {len(papers):,} papers the previous answer counted on “{topic}”"
+        if not kept:
+            notes.append(note(f"None of {scope} matches {facets.describe(used)}."))
+        sel = Selection(_as_hits(kept), standalone=f"{plan.said} (of {scope})", filters=used,
+                        scope=scope, total=len(papers), notes=notes,
+                        focus=list(range(1, len(kept) + 1)), exact=True)
+    elif plan.per_year and source in ("search", "catalog") and _years_held(retriever) >= 2:
         # a count per year (or each year's best-rated) counts every year itself
         # (rag.chat.yearly): no search to refuse, and none of its hits would be shown
         sel = Selection([], standalone=plan.topic or plan.said, filters=used, notes=notes,
@@ -206,6 +227,15 @@ def select(plan: Plan, history: Sequence[Turn], retriever: Retriever, settings: 
     if evidence and sel.hits and not sel.refused:
         retriever.attach_evidence(plan.query or sel.standalone, sel.hits)
     return sel
+
+
+#: Words that point at papers already in hand without describing them ("which of the ones").
+_POINTING = re.compile(r"\b(?:which|what|of|the|ones?|those|these|them|they|were|was|are|is|"
+                       r"any|among|just|only|and|in|for|about|now|so|ok|papers?|(?:19|20)\d\d)"
+                       r"\b", re.I)
+#: Words that ask about the whole index, not the papers an answer counted.
+_WHOLE = re.compile(r"\b(?:whole|entire|index|overall|in\s+total|all\s+(?:the\s+)?papers|"
+                    r"conference)\b", re.I)
 
 
 def _target_filters(plan: Plan, used: Filters) -> Filters:

@@ -59,7 +59,7 @@ def run(plan: Plan, sel: Selection, retriever: Retriever) -> Outcome | None:
     topic = plan.topic if sel.searched and has_topic(plan.topic or "") else ""
     trend = trends.topic_trend(retriever, topic, filters or None, years) if topic else \
         trends.catalog_trend(retriever.papers, filters or None, years)
-    return outcome(trend, retriever)
+    return outcome(trend, retriever, means=plan.mean_rating)
 
 
 def rule_text(trend: trends.Trend) -> str:
@@ -79,12 +79,18 @@ def _what(trend: trends.Trend) -> str:
     return f"{what} about “{trend.topic}”" if trend.topic else what
 
 
-def outcome(trend: trends.Trend, retriever: Retriever) -> Outcome:
+def outcome(trend: trends.Trend, retriever: Retriever, means: bool = False) -> Outcome:
     """The sentences of ``trend``: the per-year lines (the terminal's table), the direction,
-    the rule, then up to :data:`SHOWN_PER_YEAR` example papers of each year as the hits."""
+    the rule, then up to :data:`SHOWN_PER_YEAR` example papers of each year as the hits; with
+    ``means`` (a mean rating asked for) the first line gives each year's mean rating."""
     what = _what(trend)
     noun = facets.describe_plural(trend.filters) if trend.filters and trend.topic else "papers"
     first = ", ".join(f"{trends.share_text(r)} in {r.year}" for r in trend.rows)
+    if means:
+        first = ", ".join(f"{r.mean_rating:.2f} in {r.year} ({r.n:,} papers)"
+                          if r.mean_rating is not None else f"no ratings in {r.year}"
+                          for r in trend.rows)
+        what = f"mean reviewer rating of the {what}"
     out = [direct(f"{what[0].upper()}{what[1:]} per year: {first}.", []),
            note(trends.table_markdown(trend, f"on “{trend.topic}”" if trend.topic else
                                       facets.describe_plural(trend.filters),
@@ -92,6 +98,9 @@ def outcome(trend: trends.Trend, retriever: Retriever) -> Outcome:
     line = trends.direction_text(trend)
     if line:
         out.append(note(line))
+    scales = trends.scale_note(retriever.papers.values(), [r.year for r in trend.rows])
+    if scales and (means or any(r.mean_rating is not None for r in trend.rows)):
+        out.append(note(scales))
     if trend.topic:
         out.append(note(rule_text(trend)))
     hits = []
@@ -119,6 +128,9 @@ def _extremes(plan: Plan, filters, years: list[int], retriever: Retriever) -> Ou
     word = "highest" if desc else "lowest"
     what = facets.describe_plural(filters.as_strings()) if filters else "papers"
     out = [direct(f"The {word}-rated {what} of each year (by mean reviewer rating):", [])]
+    scales = trends.scale_note(retriever.papers.values(), years)
+    if scales:
+        out.append(note(scales))
     hits = []
     for y in reversed(years):
         scope = Filters.parse([f"year={y}"]).merged(filters or None)
@@ -138,3 +150,34 @@ def _extremes(plan: Plan, filters, years: list[int], retriever: Retriever) -> Ou
             out.append(note(f"{len(tied)} more {y} paper{'s are' if len(tied) > 1 else ' is'} "
                             f"tied at {cut}."))
     return Outcome(out, "extreme", hits, about=list(range(1, len(hits) + 1)))
+
+
+def counted_before(history, retriever: Retriever):
+    """``(topic, papers)``: every paper the last answer per year of the conversation counted
+    on its topic (the same count again, :func:`rag.conference.trends.topic_trend`), for a
+    filter asked next ("which of the 2018 ones were orals?", then "and in 2026?"); None when
+    the last answers are no such count and filters of it."""
+    from rag.filters import FilterError, Filters
+
+    plan: dict = {}
+    for turn in reversed(list(history)):
+        plan = getattr(turn, "plan", None) or {}
+        if plan.get("per_year"):
+            break
+        if plan.get("papers") not in ("catalog", "previous", "focus") or \
+                plan.get("op") not in ("list", "count", "sort", "extreme") or plan.get("topic"):
+            return None
+    topic = plan.get("topic") or ""
+    if not plan.get("per_year") or not has_topic(topic) or plan.get("op") != "count":
+        return None
+    try:
+        filters = Filters.parse(plan.get("filters") or [])
+    except FilterError:
+        return None
+    totals = trends.year_totals(retriever.papers.values())
+    if len(totals) < 2:
+        return None
+    years = compared_years(Plan.from_json(plan), totals)
+    trend = trends.topic_trend(retriever, topic, filters or None, years)
+    ids = [pid for y in sorted(trend.ids) for pid in trend.ids[y]]
+    return topic, [retriever.papers[i] for i in ids if i in retriever.papers]

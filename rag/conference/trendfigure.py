@@ -27,6 +27,20 @@ def trend_title(trend: Trend) -> str:
     return f"{what.capitalize()}, share of each year's papers"
 
 
+def _wrapped(title: str, width: int = 48) -> str:
+    """``title`` escaped for plotly (:func:`rag.conference.plotting.esc`) in lines of at most
+    about ``width`` characters joined by ``<br>`` (a narrow column cuts one long line off)."""
+    lines, line = [], ""
+    for word in title.split():
+        if line and len(line) + 1 + len(word) > width:
+            lines.append(line)
+            line = word
+        else:
+            line = f"{line} {word}".strip()
+    lines.append(line)
+    return "<br>".join(esc(x) for x in lines)
+
+
 def trend_figure(trend: Trend, height: int = 260) -> "go.Figure":
     """One bar per year of ``trend`` (x: the year, as a category; y: the share in percent),
     each labelled "n of total"; the layout's ``meta`` holds the numbers (``years``, ``n``,
@@ -50,8 +64,8 @@ def trend_figure(trend: Trend, height: int = 260) -> "go.Figure":
         hovertext=[esc(share_text(r)) for r in trend.rows],
         hovertemplate="%{x}: %{hovertext}<extra></extra>"))
     top = max(100 * r.share for r in trend.rows) or 1.0
-    layout.update(margin=dict(l=48, r=12, t=40, b=32),
-                  title=dict(text=esc(trend_title(trend)), font=dict(size=13), x=0.01),
+    layout.update(margin=dict(l=48, r=12, t=56, b=32),
+                  title=dict(text=_wrapped(trend_title(trend)), font=dict(size=12), x=0.01),
                   xaxis=dict(type="category", title=None),
                   yaxis=dict(title="% of the year's papers", rangemode="tozero",
                              range=[0, top * 1.25]),

@@ -40,6 +40,8 @@ class YearRow:
     year: int
     n: int
     total: int
+    #: Mean of the counted papers' mean reviewer ratings (those with ratings), or None.
+    mean_rating: float | None = None
 
     @property
     def share(self) -> float:
@@ -89,15 +91,53 @@ class Trend:
                 "threshold": self.threshold, "phrases": list(self.phrases), "direction": word,
                 "ratio": round(ratio, 4) if ratio is not None else None,
                 "years": [{"year": r.year, "n": r.n, "total": r.total,
-                           "share": round(r.share, 6)} for r in self.rows]}
+                           "share": round(r.share, 6), "mean_rating": r.mean_rating}
+                          for r in self.rows]}
 
     @classmethod
     def from_json(cls, d: dict) -> "Trend":
         """The trend :meth:`to_json` gave."""
         return cls(d.get("topic", ""), d.get("rule", "catalog"), list(d.get("filters") or []),
-                   [YearRow(int(r["year"]), int(r["n"]), int(r["total"]))
+                   [YearRow(int(r["year"]), int(r["n"]), int(r["total"]), r.get("mean_rating"))
                     for r in d.get("years") or []], threshold=d.get("threshold"),
                    phrases=list(d.get("phrases") or []))
+
+
+def mean_rating(papers: Iterable[Paper]) -> float | None:
+    """The mean of ``papers``' mean reviewer ratings (unrated papers left out), 2 decimals; None
+    when none is rated."""
+    means = [p.rating["mean"] for p in papers if p.rating]
+    return round(sum(means) / len(means), 2) if means else None
+
+
+def rating_scales(papers: Iterable[Paper]) -> dict[int, list[float]]:
+    """The distinct reviewer scores each year's papers were given, ascending (ICLR 2018: 1-10;
+    ICLR 2026: 0, 2, 4, 6, 8, 10), years ascending."""
+    scales: dict[int, set[float]] = {}
+    for p in papers:
+        if p.year and p.ratings:
+            scales.setdefault(p.year, set()).update(float(r) for r in p.ratings)
+    return {y: sorted(v) for y, v in sorted(scales.items())}
+
+
+def scale_note(papers: Iterable[Paper], years: Iterable[int]) -> str:
+    """A sentence when ``years`` were rated on different scales ("ICLR 2018 reviewers gave 1 to
+    10, ICLR 2026 reviewers 0, 2, 4, 6, 8 or 10: ratings of different years are not on one
+    scale"), else ``""``."""
+    scales = {y: v for y, v in rating_scales(papers).items() if y in set(years)}
+    if len(scales) < 2 or len({tuple(v) for v in scales.values()}) == 1:
+        return ""
+
+    def said(v: list[float]) -> str:
+        nums = [f"{x:g}" for x in v]
+        steps = {b - a for a, b in zip(v, v[1:])}
+        if steps == {1.0}:
+            return f"{nums[0]} to {nums[-1]}"
+        return ", ".join(nums[:-1]) + f" or {nums[-1]}"
+
+    parts = [f"{y} reviewers gave {said(v)}" for y, v in scales.items()]
+    return ("The years' reviewers used different scales (" + "; ".join(parts) +
+            "), so their ratings are not directly comparable.")
 
 
 def _in_year(filters: Filters | None, year: int) -> Filters:
@@ -118,7 +158,7 @@ def catalog_trend(papers: dict[str, Paper], filters: Filters | None,
     for y in sorted(set(years)):
         every = facets.matching(papers, Filters.parse([f"year={y}"]))
         chosen = [p for p in every if not filters or filters.matches(p)]
-        rows.append(YearRow(y, len(chosen), len(every)))
+        rows.append(YearRow(y, len(chosen), len(every), mean_rating(chosen)))
         ids[y] = [p.id for p in facets.by_rating(chosen)]
     return Trend("", "catalog", filters.as_strings() if filters else [], rows, ids)
 
@@ -185,7 +225,8 @@ def topic_trend(retriever, topic: str, filters: Filters | None, years: Iterable[
                         _said_of(p, pattern, texts.get(p.id, "")):
                     seen.add(p.id)
                     worded.append(p.id)
-        rows.append(YearRow(y, len(members) + len(worded), total))
+        rows.append(YearRow(y, len(members) + len(worded), total,
+                            mean_rating(retriever.papers[i] for i in members + worded)))
         ids[y] = members + worded
     return Trend(topic, "membership+phrase" if threshold is not None else "phrase",
                  filters.as_strings() if filters else [], rows, ids, threshold, phrases)
@@ -200,11 +241,16 @@ def share_text(row: YearRow) -> str:
 
 def table_markdown(trend: Trend, counted: str, base: str) -> str:
     """The per-year counts as a Markdown table (the terminal's and the chat's compact view):
-    columns year, ``counted`` (what was counted), ``base`` (what it is a share of) and share."""
-    lines = [f"| year | {counted} | {base} | share |", "|---:|---:|---:|---:|"]
+    columns year, ``counted`` (what was counted), ``base`` (what it is a share of), share, and
+    the counted papers' mean rating when any is rated."""
+    rated = any(r.mean_rating is not None for r in trend.rows)
+    lines = [f"| year | {counted} | {base} | share |" + (" mean rating |" if rated else ""),
+             "|---:|---:|---:|---:|" + ("---:|" if rated else "")]
     for r in trend.rows:
         pct = share_text(r).split("(")[1].rstrip(")")
-        lines.append(f"| {r.year} | {r.n:,} | {r.total:,} | {pct} |")
+        mean = "" if not rated else (f" {r.mean_rating:.2f} |" if r.mean_rating is not None
+                                     else " – |")
+        lines.append(f"| {r.year} | {r.n:,} | {r.total:,} | {pct} |{mean}")
     return "\n".join(lines)
 
 
@@ -212,8 +258,8 @@ def direction_text(trend: Trend) -> str:
     """The change in one sentence: "The share rose from 0.5% in 2018 to 3.2% in 2026, about
     6.4x." / "... fell ..., to about a seventh of its 2018 share." / "... about the same"."""
     word, ratio = trend.direction()
-    if not word:
-        return ""
+    if not word or all(r.n == r.total for r in trend.rows):
+        return ""  # every paper of each year: no share to compare
     a, b = trend.rows[0], trend.rows[-1]
     pa, pb = share_text(a).split("(")[1].rstrip(")"), share_text(b).split("(")[1].rstrip(")")
     what = "share" if trend.topic else "share of the year's papers"

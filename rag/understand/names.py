@@ -46,6 +46,17 @@ TITLE_WORDS = 4
 HEAD_WORDS = 4
 
 
+#: Everyday words that some paper's name spells ("MoST", "MoRE", "ALL", "Even"): a turn names
+#: such a paper only when it writes the word as a name (capitals, camel case), not as a word.
+COMMON_WORDS = frozenset("""most more less least best worst all any some each every other same
+    few much many first last next new old good great high low long short small large big fast
+    slow open free clear simple real true even still just only also here there now then when
+    where what which who why how one two three see look find show tell give make take get come
+    know think want need use work help try ask like similar about over under after before since
+    near top it this that these those them they well very really again ever never always often
+    part whole both either neither such own right left back down up out off""".split())
+
+
 def fold(text: str) -> str:
     """:func:`rag.understand.mentions.fold_name` of the NFKC form: names compare regardless of case,
     hyphens and spacing (``Part-X-MLLM``, ``part x mllm`` -> ``partxmllm``; ``F²SA`` -> ``f2sa``)."""
@@ -261,6 +272,8 @@ class NameIndex:
                 ids = self.titles.get(key)
                 if key in self.capitals and not (said.isupper() or name_like(said)):
                     continue  # "speed" is a word; "SPEED" may be the paper
+                if key in COMMON_WORDS and not (said.isupper() or name_like(said)):
+                    continue  # "most similar", "is X more popular": words, not MoST or MoRE
                 if ids and len(ids) <= MAX_NAMED_PAPERS:
                     out.append((text[a:b], (a, b), list(ids)))
         for size in range(HEAD_WORDS, 0, -1):  # plain title heads: "the Polar Express paper"

@@ -100,6 +100,9 @@ class Plan:
     #: years compared; one year said with "since" starts the range), never ``year=`` filters.
     per_year: bool = False
     years: list[int] = field(default_factory=list)
+    #: A count per year that states each year's mean reviewer rating ("average rating per
+    #: year?").
+    mean_rating: bool = False
 
     def __post_init__(self) -> None:
         if self.papers not in PAPERS:

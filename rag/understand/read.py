@@ -139,6 +139,11 @@ _LIKE_NAME = re.compile(r"\b(?:papers?|works?|ones|stuff|more|others?|anything|s
 #: of orals").
 _COUNTS_PAPERS = re.compile(r"\b(?:how\s+many|number\s+of|count\s+of)\s+(?:\w+\s+){0,2}?(?:papers|"
                             r"submissions|works|orals|posters|spotlights|rejections)\b", re.I)
+#: "average reviewer rating", "mean score": a mean asked for, not an order.
+_MEAN_RATING = re.compile(r"\b(?:average|mean|avg)\s+(?:reviewer\s+|review\s+)?(?:ratings?|"
+                          r"scores?)\b", re.I)
+#: "acceptance rate", "accept ratio": the share of accepted papers.
+_ACCEPTANCE = re.compile(r"\b(?:acceptance|accept)\s+(?:rates?|ratios?|percentages?)\b", re.I)
 #: "what did ICLR 2018 have on X", "what was published about X": the papers on a topic.
 _HAD_ON = re.compile(r"\b(?:have|had|has|publish(?:ed)?|accept(?:ed)?|feature[sd]?|present(?:ed)?|"
                      r"see|saw)\s+(?:on|about|regarding|in\s+the\s+way\s+of)\s+\w", re.I)
@@ -227,7 +232,10 @@ def read_turn(text: str, context: TurnContext, reader: TurnReader, *, areas: Seq
 
         placed = authors_said(text, {fold(n): n for n in named if len(n.split()) > 1})
         with_authors(plan, text, placed, add=False)
-    if op not in ("refine", "similar") and years.asks_per_year(text):
+    if op != "similar" and years.asks_per_year(text) and (
+            op != "refine" or topics.has_topic(years.trend_topic(plan.query))):
+        # (a turn with a topic of its own is a new question, not the previous one changed:
+        # "how did interest in X change since 2018?" after "orals?")
         per_year(plan, text, found, context)
     out = probs.get("scope", {}).get("out", 0.0)
     if out >= OUTSIDE_ABOVE and not said_authors and not (plan.op == "similar" and plan.ids) \
@@ -379,9 +387,14 @@ def per_year(plan: Plan, text: str, found: TurnSlots, context: TurnContext) -> N
     plan.per_year = True
     plan.years = years.years_said(text)
     plan.filters = [f for f in plan.filters if not f.startswith("year=")]
-    topic = years.trend_topic(plan.query)
+    if _ACCEPTANCE.search(text) and not any(f.startswith("status=") for f in plan.filters):
+        plan.filters = plan.filters + ["status=accepted"]  # "acceptance rate in 2018 vs 2026"
+    topic = years.trend_topic(_ACCEPTANCE.sub(" ", _MEAN_RATING.sub(" ", plan.query)))
     on_topic = topics.has_topic(topic)
-    if plan.op in ("extreme", "sort") and found.orders_by_rating:
+    if _MEAN_RATING.search(text) and not _BY_RATING.search(text):
+        # "average reviewer rating per year?": a count per year with its mean rating
+        plan.op, plan.n, plan.order, plan.mean_rating = "count", None, "", True
+    elif plan.op in ("extreme", "sort") and found.orders_by_rating:
         plan.op, plan.n = "extreme", plan.n or 1
         plan.order = plan.order or ("rating_asc" if found.ascending else "rating_desc")
     else:
