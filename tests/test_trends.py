@@ -344,3 +344,49 @@ def test_bench_trend_needs_an_index_of_several_years(fake_index):
     settings, _ = fake_index
     with pytest.raises(PaperchatError, match="several years"):
         bench_trend(settings)
+
+
+def test_a_filter_after_an_answer_per_year_acts_on_the_papers_it_counted(two_years, scripted):
+    from rag.understand.history import turn_after
+
+    settings, retriever, rows = two_years
+    first = ask("how did interest in reinforcement learning change since 2018?", settings,
+                retriever, scripted)
+    counted_2018 = next(r["n"] for r in first.trend["years"] if r["year"] == 2018)
+    ans = ask("which of the 2018 ones were orals?", settings, retriever, scripted,
+              [turn_after(first)])
+    orals_2018 = [r["id"] for r in rows if r.get("year") == 2018 and r["status"] == "Oral"]
+    assert len(orals_2018) == 2
+    assert "the previous answer counted on “reinforcement learning”" in ans.text
+    assert len(ans.hits) <= counted_2018 and len(ans.hits) < len(orals_2018) + 1
+    assert all(h.id in orals_2018 for h in ans.hits)
+
+
+def test_acceptance_rate_and_mean_rating_per_year(two_years, scripted):
+    settings, retriever, rows = two_years
+
+    def year(r):
+        return r.get("year") or 2026
+
+    ans = ask("what was the acceptance rate in 2018 vs 2026?", settings, retriever, scripted)
+    accepted = {y: sum(1 for r in rows if year(r) == y and r["status"] in
+                       ("Oral", "Poster", "Accept (Oral)", "Accept (Poster)")) for y in (2018, 2026)}
+    assert {r["year"]: r["n"] for r in ans.trend["years"]} == accepted
+    ans = ask("average reviewer rating per year?", settings, retriever, scripted)
+    for r in ans.trend["years"]:
+        means = [sum(x["ratings"]) / len(x["ratings"]) for x in rows if year(x) == r["year"]]
+        # (each paper's mean to 2 decimals, as the catalog gives it, then their mean)
+        expected = round(sum(round(m, 2) for m in means) / len(means), 2)
+        assert r["mean_rating"] == pytest.approx(expected, abs=0.006)
+    assert f"{ans.trend['years'][0]['mean_rating']:.2f} in 2018" in ans.text
+
+
+def test_an_everyday_word_names_a_paper_only_written_as_its_name():
+    from rag.types import Paper
+    from rag.understand.names import NameIndex
+
+    names = NameIndex([Paper("m1", "MoST: Mixture of Speech and Text", "x"),
+                       Paper("r1", "StepORLM: a self-evolving framework", "y")])
+    assert names.find("which papers are most similar to it?") == []
+    assert [ids for _, _, ids in names.find("tell me about MoST")] == [["m1"]]
+    assert [ids for _, _, ids in names.find("and steporlm?")] == [["r1"]]
