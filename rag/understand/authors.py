@@ -113,3 +113,50 @@ def _stems(word: str) -> set[str]:
     from rag.backends.lexical import query_terms
 
     return set(query_terms(word))
+
+
+#: Words that say "papers by this author" around a name, not a topic.
+_AUTHOR_FRAME = re.compile(
+    r"['’]s\b|\b(?:what|which|where|who|whose|that|did|does|do|has|have|had|is|are|was|were|"
+    r"any|all|the|a|an|of|"
+    r"from|by|with|as|in|at|to|iclr|papers?|works?|submissions?|submit(?:ted|s)?|wrote|written|"
+    r"write|authored|authors?|co-?authors?|publish(?:ed)?|list|show|me|give|find|else|other|"
+    r"there|many|how|number|count|also|et|al|sort(?:ed)?|rank(?:ed)?|order(?:ed)?|mean|average|avg|"
+    r"reviewers?|scores?|ratings?|rated|highest|lowest|best|worst|top|first|descending|"
+    r"ascending)\b|[?!.,;:]", re.I)
+
+
+#: An order asked in so many words ("sorted by rating", "best rated first", "by score").
+_SORTED = re.compile(r"\b(?:sort(?:ed)?|rank(?:ed)?|order(?:ed)?)\s+by\b|\bfirst\b|\bby\s+"
+                     r"(?:(?:mean|average|avg|reviewer)\s+)*(?:rating|score)s?\b", re.I)
+
+
+def apply_authors(plan, text: str, said: list[tuple[str, tuple[int, int]]],
+                 add: bool = True) -> None:
+    """Filter ``plan`` by the authors ``said`` in ``text`` (:func:`rag.understand.authors.
+    authors_said`), in place: their names and the words around them ("'s papers", "submit",
+    "as an author") leave the search; what is left is the topic ("Chelsea Finn's papers on
+    meta-learning"), and with no topic left the plan reads the catalog ("bernhard scholkopf
+    papers": a list of that author's papers; a count, sort or extreme stays one)."""
+    if add:  # (else the filters have them already; ``said`` only places the names)
+        plan.filters = plan.filters + [f"author={name}" for name, _ in said]
+    rest = text
+    for _, (a, b) in sorted((s for s in said), key=lambda s: -s[1][0]):
+        rest = rest[:a] + " " + rest[b:]
+    from rag.understand import rating_order, topics
+    from rag.understand.slots import read_filters
+
+    left = read_filters(rest).query
+    if plan.papers not in ("search", "catalog", "named"):
+        return
+    if topics.has_topic(_AUTHOR_FRAME.sub(" ", left)):
+        plan.papers, plan.query = "search", left
+        plan.topic = topics.topic_phrase(left)
+        return
+    plan.papers, plan.query, plan.topic, plan.names, plan.ids = "catalog", "", "", [], []
+    if plan.op not in ("count", "list", "sort", "extreme"):
+        plan.op = "list"
+    if plan.op == "list" and rating_order.orders_by_rating(text) and _SORTED.search(text):
+        # "all of Ruslan Salakhutdinov's submissions, sorted by average reviewer score"
+        plan.op = "sort"
+        plan.order = "rating_asc" if rating_order.ascending(text) else "rating_desc"

@@ -25,7 +25,8 @@ import re
 from typing import TYPE_CHECKING, Mapping, Sequence
 
 from rag.understand import rating_order, topics, years
-from rag.understand.authors import authors_said, surname_index, surnames_said
+from rag.understand.years import apply_per_year
+from rag.understand.authors import apply_authors, authors_said, surname_index, surnames_said
 from rag.understand.names import NameIndex
 from rag.understand.plan import UNSURE_BELOW, Plan
 from rag.understand.turn_reader import TurnContext, TurnReader, TurnSlots, find_slots
@@ -139,11 +140,6 @@ _LIKE_NAME = re.compile(r"\b(?:papers?|works?|ones|stuff|more|others?|anything|s
 #: of orals").
 _COUNTS_PAPERS = re.compile(r"\b(?:how\s+many|number\s+of|count\s+of)\s+(?:\w+\s+){0,2}?(?:papers|"
                             r"submissions|works|orals|posters|spotlights|rejections)\b", re.I)
-#: "average reviewer rating", "mean score": a mean asked for, not an order.
-_MEAN_RATING = re.compile(r"\b(?:average|mean|avg)\s+(?:reviewer\s+|review\s+)?(?:ratings?|"
-                          r"scores?)\b", re.I)
-#: "acceptance rate", "accept ratio": the share of accepted papers.
-_ACCEPTANCE = re.compile(r"\b(?:acceptance|accept)\s+(?:rates?|ratios?|percentages?)\b", re.I)
 #: "what did ICLR 2018 have on X", "what was published about X": the papers on a topic.
 _HAD_ON = re.compile(r"\b(?:have|had|has|publish(?:ed)?|accept(?:ed)?|feature[sd]?|present(?:ed)?|"
                      r"see|saw)\s+(?:on|about|regarding|in\s+the\s+way\s+of)\s+\w", re.I)
@@ -182,7 +178,7 @@ def read_turn(text: str, context: TurnContext, reader: TurnReader, *, areas: Seq
         areas: the index's primary areas (area filters).
         names: the index's paper names (:meth:`rag.retrieve.retriever.Retriever.name_index`).
         authors: the index's author names (:func:`rag.understand.authors.author_index`): a
-            full name said in any frame filters by that author (:func:`with_authors`), and so
+            full name said in any frame filters by that author (:func:`rag.understand.authors.apply_authors`), and so
             does a surname said beside an author word ("Levine et al.").
         vocabulary: words the papers use, lower case: a surname that is one of them is read
             only when capitalised ("papers by Song", not "music made by song structure").
@@ -224,19 +220,19 @@ def read_turn(text: str, context: TurnContext, reader: TurnReader, *, areas: Seq
     if authors and not said_authors and not any(f.startswith("author=") for f in plan.filters):
         said_authors = surnames_said(text, surname_index(authors), vocabulary)  # "Levine et al."
     if said_authors and op != "refine":
-        with_authors(plan, text, said_authors)
+        apply_authors(plan, text, said_authors)
     elif op != "refine" and any(f.startswith("author=") for f in plan.filters):
         # read by the filter words ("papers by Yoshua Bengio"): the same cleanup of the topic
         named = [f[7:] for f in plan.filters if f.startswith("author=")]
         from rag.filters import fold
 
         placed = authors_said(text, {fold(n): n for n in named if len(n.split()) > 1})
-        with_authors(plan, text, placed, add=False)
+        apply_authors(plan, text, placed, add=False)
     if op != "similar" and years.asks_per_year(text) and (
             op != "refine" or topics.has_topic(years.trend_topic(plan.query))):
         # (a turn with a topic of its own is a new question, not the previous one changed:
         # "how did interest in X change since 2018?" after "orals?")
-        per_year(plan, text, found, context)
+        apply_per_year(plan, text, found, context)
     out = probs.get("scope", {}).get("out", 0.0)
     if out >= OUTSIDE_ABOVE and not said_authors and not (plan.op == "similar" and plan.ids) \
             and not (plan.papers == "catalog" and plan.filters and (
@@ -328,85 +324,6 @@ def assemble(text: str, papers: str, op: str, aspect: str, found: TurnSlots,
     if f.foreign:
         plan.notes.append(f.language_note)
     return plan
-
-
-#: Words that say "papers by this author" around a name, not a topic.
-_AUTHOR_FRAME = re.compile(
-    r"['’]s\b|\b(?:what|which|where|who|whose|that|did|does|do|has|have|had|is|are|was|were|"
-    r"any|all|the|a|an|of|"
-    r"from|by|with|as|in|at|to|iclr|papers?|works?|submissions?|submit(?:ted|s)?|wrote|written|"
-    r"write|authored|authors?|co-?authors?|publish(?:ed)?|list|show|me|give|find|else|other|"
-    r"there|many|how|number|count|also|et|al|sort(?:ed)?|rank(?:ed)?|order(?:ed)?|mean|average|avg|"
-    r"reviewers?|scores?|ratings?|rated|highest|lowest|best|worst|top|first|descending|"
-    r"ascending)\b|[?!.,;:]", re.I)
-
-
-#: An order asked in so many words ("sorted by rating", "best rated first", "by score").
-_SORTED = re.compile(r"\b(?:sort(?:ed)?|rank(?:ed)?|order(?:ed)?)\s+by\b|\bfirst\b|\bby\s+"
-                     r"(?:(?:mean|average|avg|reviewer)\s+)*(?:rating|score)s?\b", re.I)
-
-
-def with_authors(plan: Plan, text: str, said: list[tuple[str, tuple[int, int]]],
-                 add: bool = True) -> None:
-    """Filter ``plan`` by the authors ``said`` in ``text`` (:func:`rag.understand.authors.
-    authors_said`), in place: their names and the words around them ("'s papers", "submit",
-    "as an author") leave the search; what is left is the topic ("Chelsea Finn's papers on
-    meta-learning"), and with no topic left the plan reads the catalog ("bernhard scholkopf
-    papers": a list of that author's papers; a count, sort or extreme stays one)."""
-    if add:  # (else the filters have them already; ``said`` only places the names)
-        plan.filters = plan.filters + [f"author={name}" for name, _ in said]
-    rest = text
-    for _, (a, b) in sorted((s for s in said), key=lambda s: -s[1][0]):
-        rest = rest[:a] + " " + rest[b:]
-    from rag.understand.slots import read_filters
-
-    left = read_filters(rest).query
-    if plan.papers not in ("search", "catalog", "named"):
-        return
-    if topics.has_topic(_AUTHOR_FRAME.sub(" ", left)):
-        plan.papers, plan.query = "search", left
-        plan.topic = topics.topic_phrase(left)
-        return
-    plan.papers, plan.query, plan.topic, plan.names, plan.ids = "catalog", "", "", [], []
-    if plan.op not in ("count", "list", "sort", "extreme"):
-        plan.op = "list"
-    if plan.op == "list" and rating_order.orders_by_rating(text) and _SORTED.search(text):
-        # "all of Ruslan Salakhutdinov's submissions, sorted by average reviewer score"
-        plan.op = "sort"
-        plan.order = "rating_asc" if rating_order.ascending(text) else "rating_desc"
-
-
-def per_year(plan: Plan, text: str, found: TurnSlots, context: TurnContext) -> None:
-    """Make ``plan`` an answer per year (:attr:`rag.understand.plan.Plan.per_year`), in place:
-    the years said leave the filters for :attr:`~rag.understand.plan.Plan.years`; a rating
-    superlative ("the best-rated paper of each year") is the best-rated paper of each year, any
-    other reading a count per year: of a topic's papers when the turn names a topic
-    (:func:`rag.understand.years.trend_topic`), of the papers the filters admit when it names
-    none, of the previous answer's topic when it points back ("how did that change since
-    2018?")."""
-    plan.per_year = True
-    plan.years = years.years_said(text)
-    plan.filters = [f for f in plan.filters if not f.startswith("year=")]
-    if _ACCEPTANCE.search(text) and not any(f.startswith("status=") for f in plan.filters):
-        plan.filters = plan.filters + ["status=accepted"]  # "acceptance rate in 2018 vs 2026"
-    topic = years.trend_topic(_ACCEPTANCE.sub(" ", _MEAN_RATING.sub(" ", plan.query)))
-    on_topic = topics.has_topic(topic)
-    if _MEAN_RATING.search(text) and not _BY_RATING.search(text):
-        # "average reviewer rating per year?": a count per year with its mean rating
-        plan.op, plan.n, plan.order, plan.mean_rating = "count", None, "", True
-    elif plan.op in ("extreme", "sort") and found.orders_by_rating:
-        plan.op, plan.n = "extreme", plan.n or 1
-        plan.order = plan.order or ("rating_asc" if found.ascending else "rating_desc")
-    else:
-        plan.op, plan.n, plan.order = "count", None, ""
-    plan.positions, plan.names, plan.ids, plan.sides, plan.aspect = [], [], [], [], ""
-    if on_topic:
-        plan.papers, plan.topic, plan.query = "search", topic, topic
-    elif context.has_previous and (found.refers_back or found.points_at_topic) and \
-            plan.op == "count":
-        plan.papers = "previous"  # (its topic: rag.chat.operations.select)
-    else:
-        plan.papers, plan.topic = "catalog", ""
 
 
 #: Operations on one paper: after a list, "it" is its first (:func:`assemble`).

@@ -194,3 +194,47 @@ def _plain(phrase: str) -> str:
     words = phrase.lower().replace("-", " ").split()
     return " ".join(w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w
                     for w in words)
+
+
+#: "average reviewer rating", "mean score": a mean asked for, not an order.
+_MEAN_RATING = re.compile(r"\b(?:average|mean|avg)\s+(?:reviewer\s+|review\s+)?(?:ratings?|"
+                          r"scores?)\b", re.I)
+#: A rating superlative: "the best rated paper of each year" is no mean.
+_SUPERLATIVE = re.compile(r"\b(?:best|worst|highest|lowest|strongest|weakest)\b", re.I)
+#: "acceptance rate", "accept ratio": the share of accepted papers.
+_ACCEPTANCE = re.compile(r"\b(?:acceptance|accept)\s+(?:rates?|ratios?|percentages?)\b", re.I)
+
+
+def apply_per_year(plan, text: str, found, context) -> None:
+    """Make ``plan`` an answer per year (:attr:`rag.understand.plan.Plan.per_year`), in place:
+    the years said leave the filters for :attr:`~rag.understand.plan.Plan.years`; a rating
+    superlative ("the best-rated paper of each year") is the best-rated paper of each year, any
+    other reading a count per year: of a topic's papers when the turn names a topic
+    (:func:`rag.understand.years.trend_topic`), of the papers the filters admit when it names
+    none, of the previous answer's topic when it points back ("how did that change since
+    2018?")."""
+    from rag.understand import topics
+
+    plan.per_year = True
+    plan.years = years_said(text)
+    plan.filters = [f for f in plan.filters if not f.startswith("year=")]
+    if _ACCEPTANCE.search(text) and not any(f.startswith("status=") for f in plan.filters):
+        plan.filters = plan.filters + ["status=accepted"]  # "acceptance rate in 2018 vs 2026"
+    topic = trend_topic(_ACCEPTANCE.sub(" ", _MEAN_RATING.sub(" ", plan.query)))
+    on_topic = topics.has_topic(topic)
+    if _MEAN_RATING.search(text) and not _SUPERLATIVE.search(text):
+        # "average reviewer rating per year?": a count per year with its mean rating
+        plan.op, plan.n, plan.order, plan.mean_rating = "count", None, "", True
+    elif plan.op in ("extreme", "sort") and found.orders_by_rating:
+        plan.op, plan.n = "extreme", plan.n or 1
+        plan.order = plan.order or ("rating_asc" if found.ascending else "rating_desc")
+    else:
+        plan.op, plan.n, plan.order = "count", None, ""
+    plan.positions, plan.names, plan.ids, plan.sides, plan.aspect = [], [], [], [], ""
+    if on_topic:
+        plan.papers, plan.topic, plan.query = "search", topic, topic
+    elif context.has_previous and (found.refers_back or found.points_at_topic) and \
+            plan.op == "count":
+        plan.papers = "previous"  # (its topic: rag.chat.operations.select)
+    else:
+        plan.papers, plan.topic = "catalog", ""
