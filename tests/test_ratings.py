@@ -462,7 +462,7 @@ def test_answer_json_hits_carry_the_rating():
         {"mean": 5.67, "n": 3, "min": 5.0, "max": 6.0},
         None]
     assert all(set(h) == {"id", "title", "score", "status", "primary_area", "url", "evidence",
-                          "rating"} for h in out["hits"])
+                          "rating", "venue", "year"} for h in out["hits"])
     assert [h["id"] for h in out["hits"]] == ["a", "b", "c"]
     assert out["hits"][0]["evidence"] == ["An abstract."] and out["citations"][0]["id"] == "a"
 

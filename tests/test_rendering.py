@@ -11,9 +11,11 @@ from tests.test_compare import COMPARISON
 
 #: The ``paperchat ask --json`` keys (ARCHITECTURE.md, Contracts).
 KEYS = {"question", "standalone_question", "answer", "refused", "citations", "hits", "timings_ms",
-        "mode", "kind", "sentences", "unsupported", "comparison", "filters_applied", "model", "plan"}
+        "mode", "kind", "sentences", "unsupported", "comparison", "filters_applied", "model", "plan",
+        "trend"}
 CITATION_KEYS = {"n", "id", "title", "url", "supported", "support"}
-HIT_KEYS = {"id", "title", "score", "status", "primary_area", "url", "evidence", "rating"}
+HIT_KEYS = {"id", "title", "score", "status", "primary_area", "url", "evidence", "rating",
+            "venue", "year"}
 SENTENCE_KEYS = {"text", "kind", "citations", "supported", "support"}
 
 
