@@ -149,7 +149,9 @@ def apply_authors(plan, text: str, said: list[tuple[str, tuple[int, int]]],
     left = read_filters(rest).query
     if plan.papers not in ("search", "catalog", "named"):
         return
-    if topics.has_topic(_AUTHOR_FRAME.sub(" ", left)):
+    if plan.papers == "catalog":
+        pass  # the reading already took the list as it is: a catalog reading stays one
+    elif topics.has_topic(_AUTHOR_FRAME.sub(" ", left)):
         plan.papers, plan.query = "search", left
         plan.topic = topics.topic_phrase(left)
         return

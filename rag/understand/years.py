@@ -19,7 +19,8 @@ _PER_YEAR = re.compile(
     r"\b(?:per|each|every|by|for\s+each)[-\s]+(?:year|edition|conference|list)\b|\byear[-\s]+(?:over|by|on|to)[-\s]+"
     r"year\b|\bover\s+the\s+years\b|\bacross\s+(?:the\s+)?(?:years|editions)\b|"
     r"\bthrough\s+the\s+years\b|(?<!series\s)(?<!seasonal\s)\btrend(?:s|ing|ed)?\b(?!\s+(?:"
-    r"forecast|decompos|component|filter|estimat|extract|predict|follow|line))|\bthen\s+(?:and|vs\.?|"
+    r"forecast|decompos|component|filter|estimat|extract|predict|follow|line|in|of|for|among|"
+    r"within|across\s+(?!(?:the\s+)?years)))|\bthen\s+(?:and|vs\.?|"
     r"versus)\s+now\b|\bnow\s+(?:and|vs\.?|versus)\s+then\b|\bin\s+both\s+years\b|"
     r"\b(?:the|both)\s+two\s+years\b|\bbetween\s+the\s+(?:two\s+)?years\b|"
     r"^\W*(?:is|are|was|were)\s+(?:\S+\s+){1,6}?(?:growing|shrinking|declining|rising|falling|"
@@ -36,7 +37,7 @@ _CHANGE = re.compile(
     r"percent\w*|more|fewer|less|compar\w*|vs\.?|versus|how\s+many|number\s+of|"
     r"counts?|counted|counting|"
     r"differ\w*|went|gone|bigger|smaller|larger|big|small|hot|hotter|part\s+of|"
-    r"died?|dying|dead|faded?|boom\w*)\b", re.I)
+    r"died?|dying|dead|faded?|boom\w*|trends?|trending)\b", re.I)
 _NOW = re.compile(r"\b(?:now|today|nowadays|these\s+days|currently|this\s+year|anymore|"
                   r"recent(?:ly)?|lately)\b", re.I)
 _SINCE = re.compile(rf"\b(?:since|after)\s+(?:{_YEAR}|then)\b|\bfrom\s+{_YEAR}\s+(?:to|till|until|through)"
