@@ -900,14 +900,23 @@ def test_trends_tab_charts_a_count_per_year_and_a_topic_against_the_catalog(watc
     header = page.inner_text("#pc-header")
     assert all(f"{y}: {n:,}" in header for y, n in totals.items()), header
 
-    # an answer per year opens the Trends tab on its own numbers
-    watched.ask("how many orals in 2018 vs 2026?")
+    # an answer per year opens the Trends tab on its own numbers (which hides the Sources
+    # tab's cards: waited for as written, not as seen)
+    page.fill("#pc-question textarea", "how many orals in 2018 vs 2026?")
+    page.press("#pc-question textarea", "Enter")
+    page.wait_for_selector("#card-1", state="attached", timeout=ANSWER_TIMEOUT)
+    page.wait_for_function(
+        "() => { const s = document.querySelector('.pc-status');"
+        " return s && !s.textContent.includes('writing'); }", timeout=ANSWER_TIMEOUT)
     page.wait_for_function(f"() => ({TREND_META})('{TREND_GD}')", timeout=ANSWER_TIMEOUT)
     meta = page.evaluate(TREND_META, TREND_GD)
     assert meta["years"] == sorted(totals)
     assert meta["total"] == [totals[y] for y in sorted(totals)]
     assert meta["n"] == [orals[y] for y in sorted(totals)]
-    assert page.get_by_role("tab", name="Trends").get_attribute("aria-selected") == "true"
+    page.wait_for_function("() => { const t = [...document.querySelectorAll('[role=tab]')]"
+                           ".find(b => b.textContent.trim() === 'Trends');"
+                           " return t && t.getAttribute('aria-selected') === 'true'; }",
+                           timeout=30_000)  # the tab opens with the chart's update
     table = page.inner_text("#pc-trend-numbers")
     assert all(str(totals[y]) in table for y in totals), table
 

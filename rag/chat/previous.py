@@ -163,7 +163,11 @@ def _on_topic_instead(plan: Plan, prev: Turn, used: Filters, scope: str,
     # within the papers the filter admits, it finds those on the topic that ranked lower
     # (on 19,630 papers, the orals on graph neural networks are not among the first 300)
     scope_filters = used.merged(searched[1]) if searched[1] else used
-    inside = facets.topic_members(retriever, topic, scope_filters, within=scope_filters)
+    inputs = getattr(retriever, "fusion_inputs", None)
+    inside = facets.topic_members(retriever, topic, scope_filters, within=scope_filters,
+                                  reference=inputs(topic) if inputs is not None else None)
+    # (judged against the topic's best papers over the whole index: the orals' nearest paper
+    # to "grokking" is not about grokking because it is the nearest)
     seen = {p.id for p in matching}
     matching += [p for p in (inside.papers if inside is not None else []) if p.id not in seen]
     what = facets.describe(used)
