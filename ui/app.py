@@ -155,13 +155,13 @@ def build_app(pipeline) -> gr.Blocks:
         last_plan = gr.State(None)  # the last question's plan when the app made it (JSON)
 
         from rag.chat.answer import resolve_mode
-        from rag.conference.trends import year_totals
+        from rag.conference.trends import index_year_totals
         from rag.retrieve.coverage import HEADER_EVERY_S, progress_of
 
         auto_mode = resolve_mode("auto", generator, settings)
         def header() -> str:  # and, while the index is being embedded, how far (every 5 s)
             return (render.header_html(retriever.name, len(retriever), generator.name, auto_mode,
-                                       year_totals(retriever.papers.values()))
+                                       index_year_totals(retriever))
                     + render.coverage_html(progress_of(app.pipeline.current_retriever())))
 
         gr.HTML(header, every=HEADER_EVERY_S if progress_of(retriever) else None,

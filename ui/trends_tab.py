@@ -61,7 +61,7 @@ class TrendsHandlers:
         except FilterError as exc:
             raise _gr_error(exc, "Cannot show that") from exc
         retriever = self.pipeline.current_retriever()
-        totals = trends.year_totals(retriever.papers.values())
+        totals = trends.index_year_totals(retriever)
         if len(totals) < 2:
             held = ", ".join(map(str, totals)) or "no year"
             raise gr.Error(f"This index holds papers of {held} only. Index lists of several "

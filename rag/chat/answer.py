@@ -328,7 +328,9 @@ def answer_stream(question: str, *, retriever: Retriever, generator: Generator,
 
 def _index_years(retriever) -> list[int]:
     """The years the index's papers have, ascending."""
-    return sorted({p.year for p in getattr(retriever, "papers", {}).values() if p.year})
+    from rag.conference.trends import index_year_totals
+
+    return list(index_year_totals(retriever))
 
 
 def _kind_of(plan: Plan) -> str:

@@ -41,6 +41,7 @@ from rag.compose import extractive
 from rag.compose.quotes import candidates
 from rag.compose.templates import direct, item, note, title
 from rag.conference import facets
+from rag.conference.trends import index_year_totals
 from rag.filters import Filters
 from rag.types import Hit
 from rag.understand.plan import Plan
@@ -66,7 +67,7 @@ def list_notes(plan: Plan, filters: Filters, retriever: Retriever) -> tuple[Filt
         filters = filters.without([f"author={a}" for a in authors])
     said_years = filters.values.get("year", [])
     if said_years:
-        years = {p.year for p in retriever.papers.values() if p.year}
+        years = set(index_year_totals(retriever))
         missing = [y for y in said_years if int(y) not in years] if years else said_years
         if years and missing:
             notes.append(note(f"This index holds papers from {', '.join(map(str, sorted(years)))}"
@@ -249,7 +250,7 @@ def _target_filters(plan: Plan, used: Filters) -> Filters:
 
 def _years_held(retriever: Retriever) -> int:
     """How many years the index's papers have."""
-    return len({p.year for p in retriever.papers.values() if p.year})
+    return len(index_year_totals(retriever))
 
 
 #: A turn that compares something with the paper under discussion ("how does it compare to
@@ -333,7 +334,7 @@ def _run(plan: Plan, sel: Selection, retriever: Retriever, settings: Settings) -
             return out
         plan.per_year = False
         out = _run(plan, sel, retriever, settings)
-        totals = yearly.trends.year_totals(retriever.papers.values())
+        totals = yearly.trends.index_year_totals(retriever)
         out.sentences.insert(1, note(yearly.one_year_note(totals)))
         return out
     if op == "count":

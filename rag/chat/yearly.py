@@ -48,7 +48,7 @@ def run(plan: Plan, sel: Selection, retriever: Retriever) -> Outcome | None:
     """The answer per year of ``plan`` on ``sel`` (its filters, less any year), or None when
     the index holds fewer than two years (the caller then answers over the whole index and says
     so: :func:`one_year_note`)."""
-    totals = trends.year_totals(retriever.papers.values())
+    totals = trends.index_year_totals(retriever)
     if len(totals) < 2:
         return None
     years = compared_years(plan, totals)
@@ -174,7 +174,7 @@ def counted_before(history, retriever: Retriever):
         filters = Filters.parse(plan.get("filters") or [])
     except FilterError:
         return None
-    totals = trends.year_totals(retriever.papers.values())
+    totals = trends.index_year_totals(retriever)
     if len(totals) < 2:
         return None
     years = compared_years(Plan.from_json(plan), totals)

@@ -32,6 +32,19 @@ def year_totals(papers: Iterable[Paper]) -> dict[int, int]:
     return dict(sorted(counts.items()))
 
 
+def index_year_totals(retriever) -> dict[int, int]:
+    """:func:`year_totals` of ``retriever``'s papers, counted once per retriever (an index
+    re-indexed on disk is reopened as a new retriever); every turn asks it."""
+    cached = getattr(retriever, "_year_totals", None)
+    if cached is None:
+        cached = year_totals(getattr(retriever, "papers", {}).values())
+        try:
+            retriever._year_totals = cached
+        except AttributeError:  # a retriever that takes no attributes: counted each time
+            pass
+    return cached
+
+
 @dataclass
 class YearRow:
     """One year of a :class:`Trend`: ``n`` papers counted out of ``total`` (the year's papers the

@@ -357,15 +357,17 @@ def understand(question: str, history: Sequence[Turn], retriever: Retriever,
                reader: TurnReader) -> Plan:
     """The :class:`Plan` of ``question`` after ``history``, read against ``retriever``'s index
     (its areas and its papers' names)."""
+    authors = index_authors(retriever)  # (the vocabulary is read only for a list with authors)
     return read_turn(question, context_from(history), reader, areas=retriever.area_names(),
-                     names=retriever.name_index(), authors=index_authors(retriever),
-                     vocabulary=_vocabulary(retriever))
+                     names=retriever.name_index(), authors=authors,
+                     vocabulary=_vocabulary(retriever) if authors else frozenset())
 
 
-def _vocabulary(retriever: Retriever) -> frozenset[str]:
-    """The index's BM25 terms (:meth:`rag.retrieve.retriever.Retriever.vocabulary`), or none."""
+def _vocabulary(retriever: Retriever) -> set[str] | frozenset[str]:
+    """The index's BM25 terms (:meth:`rag.retrieve.retriever.Retriever.vocabulary`, a set the
+    retriever keeps: not copied), or none."""
     get = getattr(retriever, "vocabulary", None)
-    return frozenset(get()) if get is not None else frozenset()
+    return get() if get is not None else frozenset()
 
 
 def index_authors(retriever: Retriever) -> dict[str, str]:
