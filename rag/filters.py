@@ -16,8 +16,10 @@ Fields: ``status`` (``oral``, ``spotlight``, ``poster``, ``accepted``, ``rejecte
 
 ``author`` matches a paper when the value, case- and accent-folded (NFKD, combining marks
 dropped), equals one of its authors' full names or is a whole-word part of one
-(``author=Bengio`` matches "Yoshua Bengio", ``author=Ben`` does not). A paper with no authors
-(every ICLR 2026 list) never matches.
+(``author=Bengio`` matches "Yoshua Bengio", ``author=Ben`` does not). A value naming several
+people joined by `` & `` asks for papers they wrote together (``author=Pieter Abbeel & Sergey
+Levine``: every one of them is an author), where two ``author`` values mean either. A paper with
+no authors (every ICLR 2026 list) never matches.
 """
 
 from __future__ import annotations
@@ -72,6 +74,12 @@ def author_matches(wanted: str, name: str) -> bool:
     if not w:
         return False
     return w == n or re.search(rf"(?<!\w){re.escape(w)}(?!\w)", n) is not None
+
+
+def coauthors(value: str) -> list[str]:
+    """The names of an ``author`` filter value: ``"A & B"`` -> ``["A", "B"]`` (papers A and B
+    wrote together), ``"A"`` -> ``["A"]``."""
+    return [part.strip() for part in value.split("&") if part.strip()]
 
 
 def _number(x: float) -> str:
@@ -237,7 +245,8 @@ class Filters:
                 ok = rating is not None and all(_compare(rating["mean"], *rating_condition(w))
                                                 for w in wanted)
             elif key == "author":
-                ok = any(author_matches(w, name) for w in wanted for name in paper.authors)
+                ok = any(all(any(author_matches(part, name) for name in paper.authors)
+                             for part in coauthors(w)) for w in wanted)
             else:
                 ok = str(getattr(paper, key)).lower() in low
             if not ok:

@@ -118,9 +118,10 @@ def _stems(word: str) -> set[str]:
 #: Words that say "papers by this author" around a name, not a topic.
 _AUTHOR_FRAME = re.compile(
     r"['’]s\b|\b(?:what|which|where|who|whose|that|did|does|do|has|have|had|is|are|was|were|"
-    r"any|all|the|a|an|of|"
+    r"any|anything|something|everything|stuff|group|lab|team|all|the|a|an|of|and|or|together|"
+    r"jointly|joint|both|collaborat\w*|"
     r"from|by|with|as|in|at|to|iclr|papers?|works?|submissions?|submit(?:ted|s)?|wrote|written|"
-    r"write|authored|authors?|co-?authors?|publish(?:ed)?|list|show|me|give|find|else|other|"
+    r"write|authored|authors?|co-?author(?:ed|s)?|publish(?:ed)?|list|show|me|give|find|else|other|"
     r"there|many|how|number|count|also|et|al|sort(?:ed)?|rank(?:ed)?|order(?:ed)?|mean|average|avg|"
     r"reviewers?|scores?|ratings?|rated|highest|lowest|best|worst|top|first|descending|"
     r"ascending)\b|[?!.,;:]", re.I)
@@ -142,7 +143,10 @@ def apply_authors(plan, text: str, said: list[tuple[str, tuple[int, int]]],
         plan.filters = plan.filters + [f"author={name}" for name, _ in said]
     rest = text
     for _, (a, b) in sorted((s for s in said), key=lambda s: -s[1][0]):
-        rest = rest[:a] + " " + rest[b:]
+        # (with the word that said it was an author: "papers by   on X" would read "on X" as
+        # the next name)
+        cue = re.search(r"(?:\b(?:by|from|with|and|or)\s+|[&,]\s*)+$", rest[:a], re.I)
+        rest = rest[:cue.start() if cue else a] + " " + rest[b:]
     from rag.understand import rating_order, topics
     from rag.understand.slots import read_filters
 
@@ -162,3 +166,67 @@ def apply_authors(plan, text: str, said: list[tuple[str, tuple[int, int]]],
         # "all of Ruslan Salakhutdinov's submissions, sorted by average reviewer score"
         plan.op = "sort"
         plan.order = "rating_asc" if rating_order.ascending(text) else "rating_desc"
+
+
+#: Words that say several people wrote a paper together ("coauthored by A and B", "A and B
+#: together", "joint papers of A and B", "A's papers with B").
+_TOGETHER = re.compile(r"\b(?:co-?author(?:ed|s|ship)?|together|jointly|joint|both|collaborat\w*)\b",
+                       re.I)
+#: What joins one name to the next in a list of authors ("A and B", "A & B", "A, B", "A or B").
+_JOIN = re.compile(r"\s*(?:,\s*(?:and\s+|&\s*)?|\s+and\s+|\s*&\s*|\s+or\s+|\s+with\s+)", re.I)
+
+
+def joined_names(text: str, said: list[str], names: Mapping[str, str],
+                 surnames: Mapping[str, str]) -> list[str]:
+    """Authors said right after an author already read, joined to it by "and", "&", ",", "or"
+    or "with" ("papers by Abbeel and Levine": "Levine" is read by its place beside "Abbeel"),
+    as the list spells them (a full name of ``names``, else a surname of ``surnames``); left to
+    right, none of ``said`` again."""
+    out: list[str] = []
+    known = {fold(s) for s in said}
+    queue = list(said)
+    while queue:
+        name = queue.pop(0)
+        for m in re.finditer(re.escape(name) + r"(?:['’]s)?", text, re.I):
+            j = _JOIN.match(text, m.end())
+            if not j:
+                continue
+            words = [w.group(0) for w in _WORD.finditer(text[j.end():j.end() + 80])][:4]
+            found = next((names[fold(" ".join(words[:n]))] for n in (4, 3, 2)
+                          if len(words) >= n and fold(" ".join(words[:n])) in names), None)
+            if found is None and words:
+                last = fold(re.sub(r"['’]s$", "", words[0]))
+                found = surnames.get(last) if words[0][:1].isupper() or _BY_BEFORE.search(
+                    text[:m.start()]) else None
+            if found and fold(found) not in known and not any(
+                    fold(found) in k.split() or fold(found) == k for k in known):
+                known.add(fold(found))
+                out.append(found)
+                queue.append(found)
+    return out
+
+
+def join_coauthors(filters: list[str], text: str) -> list[str]:
+    """``filters`` with its ``author=`` values made one ``author=A & B`` when ``text`` says the
+    papers were written together ("coauthored by", "together", "joint", "both", "A with B";
+    :data:`rag.filters` reads `` & `` as all of them); else unchanged (two authors mean either)."""
+    values = [f[7:] for f in filters if f.startswith("author=")]
+    if len(values) < 2:
+        return filters
+    with_next = any(re.search(re.escape(a) + r"(?:['’]s)?(?:\s+\w+){0,2}?\s+with\s+" + re.escape(b),
+                              text, re.I) for a in values for b in values if a != b)
+    if not (_TOGETHER.search(text) or with_next):
+        return filters
+    rest = [f for f in filters if not f.startswith("author=")]
+    return rest + ["author=" + " & ".join(values)]
+
+
+def name_spans(text: str, spelled: list[str]) -> list[tuple[str, tuple[int, int]]]:
+    """Each occurrence in ``text`` of each name of ``spelled`` as a whole word (case-insensitive,
+    a possessive "'s" left outside), as ``(name, (start, end))`` for :func:`apply_authors`."""
+    out: list[tuple[str, tuple[int, int]]] = []
+    for name in sorted(spelled, key=len, reverse=True):  # (the longest first; no overlaps)
+        for m in re.finditer(r"(?<!\w)" + re.escape(name) + r"(?!\w)", text, re.I):
+            if not any(a < m.end() and m.start() < b for _, (a, b) in out):
+                out.append((name, m.span()))
+    return out

@@ -26,7 +26,10 @@ from typing import TYPE_CHECKING, Mapping, Sequence
 
 from rag.understand import rating_order, topics, years
 from rag.understand.years import apply_per_year
-from rag.understand.authors import apply_authors, authors_said, surname_index, surnames_said
+from rag.understand.filter_words import respell_decisions
+from rag.filters import fold
+from rag.understand.authors import (apply_authors, authors_said, join_coauthors, joined_names,
+                                    name_spans, surname_index, surnames_said)
 from rag.understand.names import NameIndex
 from rag.understand.plan import UNSURE_BELOW, Plan
 from rag.understand.turn_reader import TurnContext, TurnReader, TurnSlots, find_slots
@@ -139,7 +142,10 @@ _LIKE_NAME = re.compile(r"\b(?:papers?|works?|ones|stuff|more|others?|anything|s
 #: A count of the list's papers in so many words ("how many submissions did ...", "the number
 #: of orals").
 _COUNTS_PAPERS = re.compile(r"\b(?:how\s+many|number\s+of|count\s+of)\s+(?:\w+\s+){0,2}?(?:papers|"
-                            r"submissions|works|orals|posters|spotlights|rejections)\b", re.I)
+                            r"submissions|works|orals|posters|spotlights|rejections)\b|"
+                            # "how big was ICLR 2018?", "the size of each conference"
+                            r"\bhow\s+(?:big|large)\s+(?:was|were|is|are)\b|\bsize\s+of\s+(?:the\s+|"
+                            r"each\s+|both\s+)?(?:conferences?|iclr|years?|lists?)\b", re.I)
 #: "what did ICLR 2018 have on X", "what was published about X": the papers on a topic.
 _HAD_ON = re.compile(r"\b(?:have|had|has|publish(?:ed)?|accept(?:ed)?|feature[sd]?|present(?:ed)?|"
                      r"see|saw)\s+(?:on|about|regarding|in\s+the\s+way\s+of)\s+\w", re.I)
@@ -183,6 +189,7 @@ def read_turn(text: str, context: TurnContext, reader: TurnReader, *, areas: Seq
         vocabulary: words the papers use, lower case: a surname that is one of them is read
             only when capitalised ("papers by Song", not "music made by song structure").
     """
+    text = respell_decisions(text)  # "how many were rejectd"
     found = find_slots(text, context, areas, names)
     x = reader.features([text], [context], [found])[0]
     probs = reader.probabilities(x)
@@ -224,10 +231,22 @@ def read_turn(text: str, context: TurnContext, reader: TurnReader, *, areas: Seq
     elif op != "refine" and any(f.startswith("author=") for f in plan.filters):
         # read by the filter words ("papers by Yoshua Bengio"): the same cleanup of the topic
         named = [f[7:] for f in plan.filters if f.startswith("author=")]
-        from rag.filters import fold
 
         placed = authors_said(text, {fold(n): n for n in named if len(n.split()) > 1})
         apply_authors(plan, text, placed, add=False)
+    if op != "refine" and authors and any(f.startswith("author=") for f in plan.filters):
+        # "papers by Abbeel and Levine" (the second read by its place), "coauthored by A and B"
+        said = [f[7:] for f in plan.filters if f.startswith("author=")]
+        folded = {fold(a) for a in said}
+        more = [n for n, _ in authors_said(text, authors) if fold(n) not in folded]
+        words = {w for a in said + more for w in fold(a).split()}
+        more += [n for n, _ in surnames_said(text, surname_index(authors), vocabulary)
+                 if fold(n) not in words]  # "Levine et al. and Abbeel's papers"
+        more += joined_names(text, said + more, authors, surname_index(authors))
+        if more:
+            plan.filters = plan.filters + [f"author={n}" for n in more]
+            apply_authors(plan, text, name_spans(text, said + more), add=False)
+        plan.filters = join_coauthors(plan.filters, text)
     if op != "similar" and years.asks_per_year(text) and (
             op != "refine" or topics.has_topic(years.trend_topic(plan.query))):
         # (a turn with a topic of its own is a new question, not the previous one changed:

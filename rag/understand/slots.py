@@ -39,7 +39,8 @@ from rag.understand.filter_words import (MAX_AUTHOR_CHARS, _AFTER_THRESHOLD, _AU
                                          _DROP_RATING, _GOT_RATING, _ONLY_RATING, _OPS, _PLUS,
                                          _RATING, _RATING_AVERAGE, _RATING_WORD, _SIDED, _SORT,
                                          _STATUS_ASKED, _TIER_AFTER, _TIER_ALONE, _TIER_BEFORE,
-                                         _TIER_NOUN, _TIER_PASSIVE, _TIER_WORD, _WORKSHOP, _YEAR,
+                                         _TIER_NOUN, _TIER_PASSIVE, _TIER_WORD, _TIERS_LISTED,
+                                         _WORKSHOP, _YEAR,
                                          _side)
 from rag.understand.topics import has_topic
 
@@ -191,7 +192,14 @@ def read_filters(question: str, *, areas: Sequence[str] = ()) -> FilterSlots:
     if "status" not in values:
         for m in _TIER_NOUN.finditer(question):
             take(m, "status", _TIER_WORD[m.group(1).lower()], m.start(1), m.end(1))
-    if "accepted" in values.get("status", []) and len(values["status"]) > 1:
+    for m in _TIERS_LISTED.finditer(question):  # "orals + posters", "orals and spotlights"
+        for word in (m.group(1), m.group(2)):
+            take(m, "status", _TIER_WORD[word.lower()])
+    tiers = [v for v in values.get("status", []) if v in ("oral", "spotlight", "poster")]
+    if "accepted" in values.get("status", []) and len(tiers) >= 2:
+        # "accepted papers (orals + posters)": the tiers name what accepted means
+        values["status"] = [v for v in values["status"] if v not in tiers]
+    elif "accepted" in values.get("status", []) and len(values["status"]) > 1:
         values["status"].remove("accepted")  # "accepted as an oral": the tier says more
     for m in _DROP_RATING.finditer(question):  # before "rated under 5" is read as the filter
         word = re.sub(r"\s+", " ", m.group(1).lower())
@@ -247,7 +255,7 @@ def read_filters(question: str, *, areas: Sequence[str] = ()) -> FilterSlots:
         take(m, "year", m.group(1))
     for pattern in (_AUTHOR, _AUTHOR_LOWER, _AUTHOR_OWNER):
         for m in pattern.finditer(question):
-            name = m.group(1).strip()
+            name = re.sub(r"['’]s$", "", m.group(1).strip())  # "Pieter Abbeel's group"
             if len(name) <= MAX_AUTHOR_CHARS and "author" not in values:
                 take(m, "author", name if pattern is not _AUTHOR_LOWER else name.title(),
                      m.start(), m.end())
