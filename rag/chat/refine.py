@@ -85,6 +85,17 @@ def resolve_refine(plan: Plan, history: Sequence[Turn], areas: Sequence[str] = (
             stem = stem[: -len(f" for {earlier}")]
         swapped = _swap_subject(stem, subject)
         query = f"{swapped}?" if swapped else f"{stem} for {subject}?"
+    if base.papers == "previous" and not subject and said and len(history) >= 2 and all(
+            f.startswith("year=") for f in said) and history[-2].plan and Plan.from_json(
+            history[-2].plan).papers in ("search", "catalog"):
+        # "same for 2026" after "2018 orals on RL" then "sort by rating": the search the sort
+        # acted on, in the other year, sorted as the last turn sorted it
+        origin = Plan.from_json(history[-2].plan)
+        kept = [f for f in origin.filters if not f.startswith("year=")]
+        return replace(origin, op=base.op, order=base.order or origin.order,
+                       filters=list(dict.fromkeys(kept + said)), positions=[], ids=[],
+                       confidence=plan.confidence, said=plan.said, notes=plan.notes,
+                       dropped=plan.dropped)
     if base.papers in ("previous", "focus", "positions"):
         # "now the same but for the learning theory area" after "the worst rated among them":
         # the same operation on the part of the list the new filter names (or on the new

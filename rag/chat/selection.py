@@ -215,6 +215,8 @@ def _on_topic_first(query: str, hits: list[Hit], retriever: Retriever, k: int,
     if m is None:
         return hits[:k]
     pinned = set(pinned)
+    if filtered:
+        pinned |= _worded(query, hits, retriever)
     n = len(hits)
     order = sorted(range(n), key=lambda i: (hits[i].id not in pinned,
                                             -m.order_key(m.prob(hits[i].id), i, n), i))
@@ -227,6 +229,26 @@ def _on_topic_first(query: str, hits: list[Hit], retriever: Retriever, k: int,
                           f"relevance model (probability of being about it at least "
                           f"{m.show:.2f}), so {'it is' if n == 1 else 'these are'} shown."))
     return shown
+
+
+def _worded(query: str, hits: list[Hit], retriever: Retriever) -> set[str]:
+    """Ids of ``hits`` that say the topic of ``query`` in their title or keywords, or twice in
+    the abstract (:func:`rag.conference.trends.said_of`, the rule a topic count adds to the
+    relevance model): in a filtered survey they are shown whatever the model says ("2018 orals
+    on reinforcement learning": the four 2018 orals with the keyword, scored against a topic
+    whose best papers are 2026's)."""
+    from rag.conference import facets
+    from rag.conference.trends import said_of
+    from rag.understand.topics import topic_phrase
+    from rag.understand.years import topic_alternatives
+
+    texts = retriever.search_texts() if hasattr(retriever, "search_texts") else {}
+    out: set[str] = set()
+    for phrase in topic_alternatives(topic_phrase(query) or query):
+        pattern = facets.phrase_pattern(phrase)
+        out |= {h.id for h in hits if h.id in retriever.papers and
+                said_of(retriever.papers[h.id], pattern, texts.get(h.id, ""))}
+    return out
 
 
 def _said_top(said: str, used: Filters, retriever: Retriever) -> float:

@@ -188,7 +188,7 @@ def _lowered(retriever, texts: dict[str, str]) -> dict[str, str]:
     return cached
 
 
-def _said_of(paper: Paper, pattern, text: str) -> bool:
+def said_of(paper: Paper, pattern, text: str) -> bool:
     """True when the phrase ``pattern`` is in ``paper``'s title or keywords, or at least twice
     in its search text (``text``: title, keywords and abstract): a paper that names the topic
     once in passing ("unlike GANs, ...") is not counted by its words."""
@@ -235,7 +235,7 @@ def topic_trend(retriever, topic: str, filters: Filters | None, years: Iterable[
                 # (a substring test first: the pattern's first word, lower case, must be there)
                 if p.id not in seen and first in lowered.get(p.id, "") and \
                         pattern.search(texts.get(p.id, "")) and \
-                        _said_of(p, pattern, texts.get(p.id, "")):
+                        said_of(p, pattern, texts.get(p.id, "")):
                     seen.add(p.id)
                     worded.append(p.id)
         rows.append(YearRow(y, len(members) + len(worded), total,

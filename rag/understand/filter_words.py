@@ -95,6 +95,11 @@ _STATUS_ASKED = re.compile(r"(?<!\w)(?:(?:is|was|are|were)\s+(?:it|that|this|the
                            r"\[\d{1,2}\]|#\d{1,2}|\d{1,2})\s+(?:is|was|are|were|got|get))"
                            r"\s+(?:both\s+|all\s+|also\s+|really\s+|even\s+)?(?:an?\s+)?"
                            r"(?:orals?|spotlights?|posters?)\b", re.I)
+# "orals + posters", "orals and spotlights", "oral/poster": two tiers named together
+# (not a breakdown by decision: "oral / poster counts per area", "orals vs posters")
+_TIERS_LISTED = re.compile(r"\b(orals?|spotlights?|posters?)\s*(?:\+|&|,|\band\b|\bor\b|"
+                           r"\bplus\b)\s*(?:the\s+)?(orals?|spotlights?|posters?)\b(?!\s+(?:counts?|"
+                           r"breakdown|split|ratio|numbers?|per|each|vs|versus)\b)", re.I)
 _TIER_WORD = {"oral": "oral", "orals": "oral", "spotlight": "spotlight", "spotlights": "spotlight",
               "poster": "poster", "posters": "poster", "rejected": "rejected",
               "withdrawn": "withdrawn", "accepted": "accepted", "reject": "rejected",
@@ -190,3 +195,35 @@ _PLUS = re.compile(r"(?<![\w.])(\d{1,2}(?:\.\d{1,2})?)\s?\+(?!\w)")
 _RATING_WORD = re.compile(r"\b(?:rat\w*|scor\w*|review\w*|average|mean)\b", re.I)
 #: Longest author name read from a question (the longest in ICLR 2018's list is 31 chars).
 MAX_AUTHOR_CHARS = 80
+
+
+#: Decision words a misspelling is read as ("rejectd", "acepted", "withdrawen", "spotlgihts").
+_DECISIONS = ("rejected", "accepted", "withdrawn", "orals", "posters", "spotlights", "spotlight")
+#: Real words near a decision word that are no misspelling of one.
+_NOT_MISSPELT = frozenset("reject rejects rejection rejections rejecting accept accepts acceptance "
+                          "accepting acceptable accepter accessed accepter access withdraw "
+                          "withdraws withdrawal withdrawing oral orally poster spotlit "
+                          "postures posterior posteriors postures".split())
+_DECISION_LIKE = re.compile(r"\b(?:rej|reg|acc|acep|aspe|wit|wtih|ora|oar|pos|spo|spt)[a-z]{2,9}\b",
+                            re.I)
+
+
+def respell_decisions(text: str) -> str:
+    """``text`` with misspelt decision words written right ("how many were rejectd" -> "...
+    rejected"): a word beginning like one of :data:`_DECISIONS`, not a real word near one
+    (:data:`_NOT_MISSPELT`), whose :class:`difflib.SequenceMatcher` ratio to it is at least
+    0.84 (measured: "withdrawed" 0.84, "rejectd" 0.93; "accessed" 0.75 and "projected" are
+    kept)."""
+    from difflib import SequenceMatcher
+
+    def fix(m: re.Match) -> str:
+        word = m.group(0)
+        low = word.lower()
+        if low in _NOT_MISSPELT or low in _DECISIONS or low[:-1] in _DECISIONS:
+            return word
+        best = max(_DECISIONS, key=lambda d: SequenceMatcher(None, low, d).ratio())
+        if low[0] != best[0] or SequenceMatcher(None, low, best).ratio() < 0.84:
+            return word
+        return best
+
+    return _DECISION_LIKE.sub(fix, text)

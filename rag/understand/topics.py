@@ -14,7 +14,8 @@ _NO_TOPIC = frozenset("some few sever coupl pl pleas thank good interest cool ni
                       "how mani number count total paper work submiss articl studi list show "
                       "give find tell me all ani there which what are were is was the in of "
                       "accept conferenc index corpus iclr year public entri lol haha thx ok okai "
-                      "um uh hmm".split())
+                      "um uh hmm confer each from size big larg review score averag mean rate "
+                      "rater".split())
 
 
 #: Stemmed words that name an aspect (:data:`rag.understand.plan.ASPECTS`) or point at what has one
@@ -51,6 +52,11 @@ _NEW_SUBJECT = re.compile(
 _POINTS_BACK = re.compile(r"\b(?:it|its|they|them|their|this|that|these|those|the same)\b", re.I)
 
 
+#: A subject that is only a year ("2026", "ICLR 2018", "the 2026 papers", "iclr2018").
+_ONLY_A_YEAR = re.compile(r"^(?:the\s+)?(?:iclr[-\s]?)?(?:19|20)\d\d(?:\s+(?:papers?|ones|submissions?|"
+                          r"list|conference|edition|instead|too|as\s+well))?$", re.I)
+
+
 def new_subject(text: str) -> str | None:
     """The new subject of a turn that keeps the previous question and changes what it is asked
     of ("And for vision transformers?" -> ``vision transformers``), or None. A subject that
@@ -59,8 +65,8 @@ def new_subject(text: str) -> str | None:
     if not m:
         return None
     subject = m.group("s").strip()
-    if _POINTS_BACK.search(subject):
-        return None
+    if _POINTS_BACK.search(subject) or _ONLY_A_YEAR.match(subject):
+        return None  # ("same for 2026": the previous question in another year, not a subject)
     return subject
 
 
