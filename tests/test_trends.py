@@ -390,3 +390,94 @@ def test_an_everyday_word_names_a_paper_only_written_as_its_name():
     assert names.find("which papers are most similar to it?") == []
     assert [ids for _, _, ids in names.find("tell me about MoST")] == [["m1"]]
     assert [ids for _, _, ids in names.find("and steporlm?")] == [["r1"]]
+
+
+# --- authors together, misspelt decisions, a year as the only change ----------------------------
+def test_an_author_value_joined_by_ampersand_needs_every_author():
+    from rag.filters import Filters
+    from rag.types import Paper
+
+    both = Paper("a", "t", "x", authors=["Pieter Abbeel", "Sergey Levine"])
+    one = Paper("b", "t", "x", authors=["Sergey Levine"])
+    together = Filters.parse(["author=Abbeel & Sergey Levine"])
+    assert together.matches(both) and not together.matches(one)
+    either = Filters.parse(["author=Abbeel", "author=Sergey Levine"])
+    assert either.matches(both) and either.matches(one)
+
+
+@pytest.mark.parametrize("question, expected", [
+    ("papers Ada Lovelace and Alan Turing wrote together", {0}),
+    ("papers coauthored by lovelace and turing", {0}),
+    ("Ada Lovelace's papers with Alan Turing", {0}),
+    ("papers by Lovelace and Turing", {0, 5}),  # said plainly: either of them
+])
+def test_authors_said_together_list_the_papers_they_wrote_together(question, expected, two_years,
+                                                                   scripted):
+    settings, retriever, rows = two_years
+    ans = ask(question, settings, retriever, scripted)
+    assert {h.id for h in ans.hits} == {rows[i]["id"] for i in expected}
+
+
+def test_the_topic_left_beside_an_author_keeps_its_words():
+    from rag.understand.authors import apply_authors, name_spans
+    from rag.understand.plan import Plan
+
+    text = "papers by Ada Lovelace on analytical engines"
+    plan = Plan(papers="search", op="survey", query="on analytical engines",
+                filters=["author=Ada Lovelace"])
+    apply_authors(plan, text, name_spans(text, ["Ada Lovelace"]), add=False)
+    assert plan.papers == "search" and plan.topic == "analytical engines"
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("how many iclr 2018 papers were rejectd", "how many iclr 2018 papers were rejected"),
+    ("acepted papers", "accepted papers"), ("withdrawen ones", "withdrawn ones"),
+    ("spotlgihts in RL", "spotlights in RL"),
+    # real words near a decision word stay
+    ("posterior sampling papers", "posterior sampling papers"), ("accessed memory", "accessed memory"),
+    ("projected gradients", "projected gradients"), ("positional encodings", "positional encodings"),
+])
+def test_misspelt_decision_words_are_read_as_the_decision(text, expected):
+    from rag.understand.filter_words import respell_decisions
+
+    assert respell_decisions(text) == expected
+
+
+@pytest.mark.parametrize("text, filters", [
+    ("size of each conference in accepted papers (orals + posters)", ["status=accepted"]),
+    ("how many orals or spotlights in 2026", ["status=oral", "status=spotlight", "year=2026"]),
+    ("oral / poster counts per area", []),  # a breakdown, not a filter
+])
+def test_decisions_listed_together(text, filters):
+    from rag.understand import slots
+
+    got = slots.read_filters(text).filters
+    assert sorted(got.as_strings() if got else []) == sorted(filters)
+
+
+@pytest.mark.parametrize("query, topical", [
+    ("size of each conference", False), ("how big was iclr", False),
+    ("papers from their reviewers", False), ("model size scaling", True),
+])
+def test_the_size_of_a_list_and_its_ratings_are_no_topic(query, topical):
+    from rag.understand.topics import has_topic
+
+    assert has_topic(query) is topical
+
+
+def test_same_for_a_year_after_a_sort_is_the_sorted_search_in_that_year():
+    from rag.chat.refine import resolve_refine
+    from rag.understand.history import Turn
+    from rag.understand.plan import Plan
+
+    search = Plan(papers="search", op="survey", topic="reinforcement learning",
+                  query="on reinforcement learning", filters=["status=oral", "year=2018"])
+    sort = Plan(papers="previous", op="sort", order="rating_desc", query="sort by rating")
+    history = [Turn(question="2018 orals on reinforcement learning", plan=search.to_json()),
+               Turn(question="sort by rating", plan=sort.to_json())]
+    plan = Plan(papers="search", op="refine", query="same for 2026", said="same for 2026",
+                filters=["year=2026"])
+    got = resolve_refine(plan, history, [], [2018, 2026])
+    assert (got.papers, got.op, got.order) == ("search", "sort", "rating_desc")
+    assert sorted(got.filters) == ["status=oral", "year=2026"]
+    assert "reinforcement learning" in got.query
