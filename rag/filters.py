@@ -69,11 +69,19 @@ def fold(text: str) -> str:
 
 def author_matches(wanted: str, name: str) -> bool:
     """True when ``wanted`` equals the author ``name`` or is a whole-word part of it, both
-    :func:`fold`-ed (``"bengio"`` matches ``"Yoshua Bengio"``; ``"ben"`` does not)."""
-    w, n = fold(wanted), fold(name)
+    :func:`fold`-ed and without initials (:func:`name_core`: ``"bengio"`` matches ``"Yoshua
+    Bengio"``, ``"Quoc Le"`` matches ``"Quoc V. Le"``; ``"ben"`` does not)."""
+    core = name_core(wanted)  # (an initial alone, "A.", is compared as it is)
+    w, n = (core, name_core(name)) if core else (fold(wanted), fold(name))
     if not w:
         return False
     return w == n or re.search(rf"(?<!\w){re.escape(w)}(?!\w)", n) is not None
+
+
+def name_core(name: str) -> str:
+    """A person's name :func:`fold`-ed with its initials left out ("Geoffrey E. Hinton" ->
+    "geoffrey hinton", "Quoc V. Le" -> "quoc le"): the lists spell one person both ways."""
+    return " ".join(w for w in fold(name).replace(".", " ").split() if len(w) > 1)
 
 
 def coauthors(value: str) -> list[str]:

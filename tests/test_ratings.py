@@ -570,3 +570,15 @@ def test_real_index_new_ratings_are_a_metadata_only_update(real_rated, real_embe
         assert r["id"] not in {h.id for h in res.hits}
     assert down["id"] in {h.id for h in
                           retriever.search(down["title"], k=5, evidence=False).hits}
+
+
+@pytest.mark.parametrize("value,authors,expected", [
+    ("Quoc Le", ["Quoc V. Le"], True),                  # the lists spell one person both ways
+    ("Geoffrey E. Hinton", ["Geoffrey E Hinton"], True),
+    ("Geoffrey Hinton", ["Geoffrey E. Hinton"], True),
+    ("Quoc Le", ["Samuel L. Smith and Quoc V. Le"], True),  # a broken author string
+    ("Quoc Le", ["Quoc Lee"], False),
+])
+def test_author_filter_leaves_initials_out(value, authors, expected):
+    paper = Paper("a", "t", "x", authors=authors)
+    assert Filters.parse([f"author={value}"]).matches(paper) is expected

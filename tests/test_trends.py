@@ -71,6 +71,9 @@ def ask(question, settings, retriever, scripted, history=None):
     ("how many orals did ICLR 2018 have?", False),         # one year
     ("distribution shift when the data changed over time in streams", False),
     ("time series trend forecasting with transformers", False),
+    ("what was the acceptance rate at iclr 2018", True),    # a share: of that year
+    ("total submissions 2018 vs 2026", True),               # two totals set against each other
+    ("how many papers in total across 2018 and 2026?", False),
 ])
 def test_a_turn_asks_per_year_when_it_says_so(text, per_year):
     from rag.understand.years import asks_per_year
@@ -447,6 +450,13 @@ def test_misspelt_decision_words_are_read_as_the_decision(text, expected):
     ("size of each conference in accepted papers (orals + posters)", ["status=accepted"]),
     ("how many orals or spotlights in 2026", ["status=oral", "status=spotlight", "year=2026"]),
     ("oral / poster counts per area", []),  # a breakdown, not a filter
+    ("How many submissions did ICLR 2026 receive, counting rejected and withdrawn?", ["year=2026"]),
+    ("# of orals in '18", ["status=oral", "year=2018"]),
+    ("rejected GAN papers from 2018", ["status=rejected", "year=2018"]),
+    ("lowest rated paper that still got accepted in 2026", ["status=accepted", "year=2026"]),
+    ("withdrawn count for iclr 2026?", ["status=withdrawn", "year=2026"]),
+    ("posters: 2018 vs 2026?", ["status=poster", "year=2018", "year=2026"]),
+    ("oral health papers", []),
 ])
 def test_decisions_listed_together(text, filters):
     from rag.understand import slots
@@ -481,3 +491,12 @@ def test_same_for_a_year_after_a_sort_is_the_sorted_search_in_that_year():
     assert (got.papers, got.op, got.order) == ("search", "sort", "rating_desc")
     assert sorted(got.filters) == ["status=oral", "year=2026"]
     assert "reinforcement learning" in got.query
+
+
+def test_an_acceptance_rate_of_one_year_is_that_years_share(two_years, scripted):
+    settings, retriever, rows = two_years
+    ans = ask("what was the acceptance rate at iclr 2018?", settings, retriever, scripted)
+    of_2018 = [r for r in rows if r.get("year") == 2018]
+    accepted = [r for r in of_2018 if r["status"] in ("Oral", "Poster")]
+    assert [(y["year"], y["n"], y["total"]) for y in ans.trend["years"]] == \
+        [(2018, len(accepted), len(of_2018))]

@@ -13,7 +13,7 @@ from rag.chat.exact import Outcome
 from rag.chat.selection import Selection, _as_hits
 from rag.compose.templates import direct, heading, note
 from rag.conference import facets, trends
-from rag.understand.plan import Plan
+from rag.understand.plan import Plan, one_year_only
 from rag.understand.topics import has_topic
 
 if TYPE_CHECKING:
@@ -25,10 +25,13 @@ SHOWN_PER_YEAR = 5
 
 def compared_years(plan: Plan, totals: dict[int, int]) -> list[int]:
     """The index years a per-year answer covers: the years said when two or more are in the
-    index, the index years from the one year said on ("since 2018"), else every index year."""
+    index, the index years from the one year said on ("since 2018"), the one year said alone
+    when nothing says "since" ("the acceptance rate at ICLR 2018"), else every index year."""
     said = [y for y in plan.years if y in totals]
     if len(said) >= 2:
         return sorted(said)
+    if len(said) == 1 and one_year_only(plan.said):
+        return said
     if len(plan.years) == 1:
         later = [y for y in totals if y >= plan.years[0]]
         if len(later) >= 2:

@@ -24,14 +24,17 @@ _WORD = re.compile(r"[^\W\d_][\w'’.\-]*", re.U)
 
 def author_index(papers: Iterable) -> dict[str, str]:
     """Folded full name -> the name as the list spells it, for every author of ``papers`` whose
-    name has two to four words (the first spelling met is kept)."""
+    name has two to four words (the first spelling met is kept), with and without its initials
+    (:func:`rag.filters.name_core`)."""
+    from rag.filters import name_core
+
     out: dict[str, str] = {}
     for p in papers:
         for name in p.authors or ():
-            key = fold(name)
-            words = key.split()
-            if 2 <= len(words) <= 4 and not set(words) & _NOT_A_NAME:
-                out.setdefault(key, name.strip())
+            for key in (fold(name), name_core(name)):  # ("geoffrey hinton": "Geoffrey E. Hinton")
+                words = key.split()
+                if 2 <= len(words) <= 4 and not set(words) & _NOT_A_NAME:
+                    out.setdefault(key, name.strip())
     return out
 
 
@@ -64,7 +67,10 @@ def authors_said(text: str, names: Mapping[str, str]) -> list[tuple[str, tuple[i
 #: Words that say a name is an author's ("by", "et al.", "'s papers", "wrote"): a surname said
 #: alone is read as an author only beside one of them.
 _AUTHOR_CUE = re.compile(r"\b(?:by|from|authored|authors?|co-?authors?|co-?authored|wrote|written|"
-                         r"et\s+al|submit(?:ted|s)?|publish(?:ed|es)?)\b|['’]s\s+(?:\w+\s+){0,2}?(?:papers?|works?|submissions?|"
+                         r"et\s+al|submit(?:ted|s)?|publish(?:ed|es)?)\b|"
+                         # "did Salakhutdinov have any orals?"
+                         r"\bdid\s+[A-Z][\w'’-]+\s+(?:have|get|submit|publish|write|present)\b|"
+                         r"['’]s\s+(?:\w+\s+){0,2}?(?:papers?|works?|submissions?|"
                          r"orals?|posters?|research|publications?)\b", re.I)
 
 

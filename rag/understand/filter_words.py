@@ -14,7 +14,9 @@ import re
 _PAPERS = r"(?:papers?|submissions?|works?|ones|articles)"
 # "oral papers", "rejected submissions", "spotlight works"
 _TIER_BEFORE = re.compile(rf"\b(orals?|spotlights?|posters?|rejected|withdrawn|accepted)\s+"
-                          rf"(?:(?:iclr\s+)?(?:19|20)\d\d\s+|iclr\s+)?{_PAPERS}\b", re.I)
+                          rf"(?:(?:iclr\s+)?(?:19|20)\d\d\s+|iclr\s+)?{_PAPERS}\b|"
+                          # "rejected GAN papers": a decision adjective before a topic's papers
+                          rf"\b(rejected|withdrawn|accepted)\s+(?:[\w-]+\s+){{1,2}}{_PAPERS}\b", re.I)
 # "papers that were rejected", "submissions withdrawn", "how many papers got accepted as orals"
 _TIER_AFTER = re.compile(rf"\b{_PAPERS}\s+(?:(?:that|which)\s+)?(?:(?:were|was|got|are|is|have been|"
                          r"has been)\s+)?(rejected|withdrawn|accepted)(?:\s+as\s+(?:an?\s+)?"
@@ -23,7 +25,7 @@ _TIER_AFTER = re.compile(rf"\b{_PAPERS}\s+(?:(?:that|which)\s+)?(?:(?:were|was|g
 # before the conference: "... were accepted at ICLR 2026")
 _TIER_PASSIVE = re.compile(r"\b(?:were|was|got|have been|has been)\s+(rejected|withdrawn|accepted)"
                            r"(?:\s+(?:at|to|in|by|into)\s+(?:the\s+)?(?:iclr|conference|main)\b"
-                           r"[^?.!]*)?\s*[?.!]*\s*$", re.I)
+                           r"[^?.!]*|\s+(?:at|in)\s+(?:iclr\s*)?(?:19|20)\d\d)?\s*[?.!]*\s*$", re.I)
 # "invited to the workshop track", "workshop papers": ICLR 2018's fourth decision
 _WORKSHOP = re.compile(r"\b(?:(?:invited|moved|sent|relegated|demoted)\s+to\s+)?the\s+workshop\s+"
                        r"track\b|\bworkshop[-\s]+(?:track\s+)?(?:papers?|submissions?|posters?|"
@@ -72,7 +74,10 @@ _TIER_ALONE = re.compile(r"\b(?:(?:among|in|from|of)\s+(?:the\s+)?(orals|spotlig
                          r"\b(?:but|and|then|now|just|only|the)\s+(posters)\s*[?.!]*\s*$|"
                          # "spotlight count?", "oral total": the tier counted; "which learning
                          # theory oral has the lowest rating": the tier, then what it has
-                         r"\b(oral|spotlight|poster)\s+(?:count|total|number)\b|"
+                         r"\b(oral|spotlight|poster|withdrawn|rejected|accepted|rejects)\s+"
+                         r"(?:count|total|number)\b|"
+                         # "posters: 2018 vs 2026?": the tier heads the turn
+                         r"^\s*(orals|posters|spotlights|rejected|withdrawn|rejects)\s*[:,–—-]\s|"
                          r"\b(oral|spotlight)(?=\s+(?:has|had|is|was|got|gets|received|with)\b)|"
                          r"(?<=\bthe\s)(oral|poster|spotlight)(?=\s+(?:with|that|which|among)\b)|"
                          # "oral?" "the spotlight ones"

@@ -27,6 +27,7 @@ operation before execution). ``filters`` and ``order`` act on the chosen papers 
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass, field, replace
 
 PAPERS = ("search", "previous", "focus", "positions", "named", "catalog")
@@ -156,7 +157,8 @@ class Plan:
             out.append(("aspect", _ASPECT_WORDS[self.aspect]))
         if self.per_year:
             said = ", ".join(map(str, self.years)) if len(self.years) > 1 else \
-                f"since {self.years[0]}" if self.years else ""
+                ("" if one_year_only(self.said) else "since ") + str(self.years[0]) \
+                if self.years else ""
             out.append(("per_year", f"per year ({said})" if said else "per year"))
         if "status" in self.facts:
             out.append(("facts", "its decision stated"))
@@ -242,3 +244,14 @@ def _filter_text(f: str) -> str:
     if key == "primary_area":
         return f"area: {value}"
     return f"{key}: {value}"
+
+
+#: Words that make one year said the start of a range ("since 2018", "how did X change after 2018").
+_FROM_YEAR_ON = re.compile(r"\b(?:since|after|from|onwards?|through|till|until|chang\w*|grow\w*|"
+                           r"grew|trend\w*|evolv\w*)\b", re.I)
+
+
+def one_year_only(said: str) -> bool:
+    """True when a per-year turn that says one year asks of that year alone ("the acceptance
+    rate at ICLR 2018"), not of the years from it on ("how has it changed since 2018?")."""
+    return not _FROM_YEAR_ON.search(said or "")

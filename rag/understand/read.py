@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Mapping, Sequence
 from rag.understand import rating_order, topics, years
 from rag.understand.years import apply_per_year
 from rag.understand.filter_words import respell_decisions
-from rag.filters import fold
+from rag.filters import fold, name_core
 from rag.understand.authors import (apply_authors, authors_said, join_coauthors, joined_names,
                                     name_spans, surname_index, surnames_said)
 from rag.understand.names import NameIndex
@@ -144,7 +144,13 @@ _LIKE_NAME = re.compile(r"\b(?:papers?|works?|ones|stuff|more|others?|anything|s
 _COUNTS_PAPERS = re.compile(r"\b(?:how\s+many|number\s+of|count\s+of)\s+(?:\w+\s+){0,2}?(?:papers|"
                             r"submissions|works|orals|posters|spotlights|rejections)\b|"
                             # "how big was ICLR 2018?", "the size of each conference"
-                            r"\bhow\s+(?:big|large)\s+(?:was|were|is|are)\b|\bsize\s+of\s+(?:the\s+|"
+                            r"\bhow\s+(?:big|large)\s+(?:was|were|is|are)\b|"
+                            # "oral presentations", "withdrawn count", "acceptance rate"
+                            r"\bhow\s+many\s+(?:\w+\s+){0,2}?(?:presentations|talks|decisions|"
+                            r"withdrawals|rejects)\b|\b(?:orals?|posters?|spotlights?|withdrawn|"
+                            r"rejected|rejects|accepted|submissions?|papers?)\s+(?:count|total|number)s?"
+                            r"\b|\baccept[ae]nce\s+(?:rates?|ratios?)\b|\btotal\s+(?:number\s+of\s+)?"
+                            r"(?:submissions|papers)\b|\bsize\s+of\s+(?:the\s+|"
                             r"each\s+|both\s+)?(?:conferences?|iclr|years?|lists?)\b", re.I)
 #: "what did ICLR 2018 have on X", "what was published about X": the papers on a topic.
 _HAD_ON = re.compile(r"\b(?:have|had|has|publish(?:ed)?|accept(?:ed)?|feature[sd]?|present(?:ed)?|"
@@ -237,8 +243,8 @@ def read_turn(text: str, context: TurnContext, reader: TurnReader, *, areas: Seq
     if op != "refine" and authors and any(f.startswith("author=") for f in plan.filters):
         # "papers by Abbeel and Levine" (the second read by its place), "coauthored by A and B"
         said = [f[7:] for f in plan.filters if f.startswith("author=")]
-        folded = {fold(a) for a in said}
-        more = [n for n, _ in authors_said(text, authors) if fold(n) not in folded]
+        folded = {name_core(a) for a in said}
+        more = [n for n, _ in authors_said(text, authors) if name_core(n) not in folded]
         words = {w for a in said + more for w in fold(a).split()}
         more += [n for n, _ in surnames_said(text, surname_index(authors), vocabulary)
                  if fold(n) not in words]  # "Levine et al. and Abbeel's papers"

@@ -137,6 +137,15 @@ _YEAR_OWNERS = frozenset("iclr in from since of for at before after during and o
                          "list show find give some are were vs versus".split())
 
 
+#: A year said by its last two digits after an apostrophe ("in '18", "ICLR ’26").
+_SHORT_YEAR = re.compile(r"(?<![\w'’])['’]([0-3]\d)\b(?!['’])")
+#: Decisions said as included in a total, not as a filter ("counting rejected and withdrawn",
+#: "including the withdrawn ones").
+_COUNTING = re.compile(r"\b(?:counting|including|incl\.?|inclusive\s+of)\s+(?:the\s+|all\s+)?"
+                       r"(?:(?:rejected|withdrawn|rejects|accepted|orals?|posters?|spotlights?)"
+                       r"(?:\s*,\s*|\s+and\s+|\s+or\s+|\s*&\s*|\s+)?(?:ones\s+)?)+", re.I)
+
+
 #: Number words a rating threshold may be written in ("at least six", "above seven").
 _NUMBER_WORDS = {"two": "2", "three": "3", "four": "4", "five": "5", "six": "6",
                  "seven": "7", "eight": "8", "nine": "9", "ten": "10"}
@@ -163,6 +172,7 @@ def read_filters(question: str, *, areas: Sequence[str] = ()) -> FilterSlots:
     spans: list[tuple[int, int]] = []
 
     asked = [m.span() for m in _STATUS_ASKED.finditer(question)]
+    asked += [m.span() for m in _COUNTING.finditer(question)]  # "counting rejected and withdrawn"
 
     def take(m: re.Match, key: str, value: str, start: int | None = None, end: int | None = None):
         a, b = (m.start() if start is None else start), (m.end() if end is None else end)
@@ -178,7 +188,8 @@ def read_filters(question: str, *, areas: Sequence[str] = ()) -> FilterSlots:
 
     for m in _TIER_BEFORE.finditer(question):
         # keep the noun ("oral papers on X" searches "papers on X")
-        take(m, "status", _TIER_WORD[m.group(1).lower()], m.start(1), m.end(1))
+        g = 1 if m.group(1) else 2
+        take(m, "status", _TIER_WORD[m.group(g).lower()], m.start(g), m.end(g))
     for m in _TIER_AFTER.finditer(question):
         take(m, "status", _TIER_WORD[(m.group(2) or m.group(1)).lower()], m.start(1), m.end())
     if not _TIER_AFTER.search(question):
@@ -242,6 +253,8 @@ def read_filters(question: str, *, areas: Sequence[str] = ()) -> FilterSlots:
             take(m, "rating", f">={m.group(1)}")
     for m in _GLUED_YEAR.finditer(question):  # "iclr2018", "ICLR-2026"
         take(m, "year", m.group(1))
+    for m in _SHORT_YEAR.finditer(question):  # "orals in '18"
+        take(m, "year", "20" + m.group(1))
     for m in _YEAR.finditer(question):
         before = re.search(r"([A-Za-z][\w-]*)\s*$", question[:m.start()])
         if before and before.group(1)[0].isupper() and \

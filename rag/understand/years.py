@@ -55,11 +55,19 @@ _TOTAL = re.compile(r"\b(?:in\s+total|total(?:led)?|overall|altogether|combined|
                     r"summed|put\s+together)\b", re.I)
 
 
+#: Two years set against each other ("2018 vs 2026", "2018 compared to 2026").
+_YEAR_VS_YEAR = re.compile(rf"{_YEAR}\s*(?:vs\.?|versus|compared\s+(?:to|with)|against)\s*{_YEAR}",
+                           re.I)
+
+
 def asks_per_year(text: str) -> bool:
     """True when ``text`` asks for an answer per year (see the module docstring); a total asked
     in so many words ("how many papers in total across both years?") is one number."""
-    if _TOTAL.search(text) and not re.search(r"\b(?:per|each|every|by)\s+year\b", text, re.I):
+    if _TOTAL.search(text) and not re.search(r"\b(?:per|each|every|by)\s+year\b", text, re.I) \
+            and not _YEAR_VS_YEAR.search(text):  # ("total submissions 2018 vs 2026": each)
         return False
+    if _ACCEPTANCE.search(text):  # "what was the acceptance rate at iclr 2018": its share
+        return True
     if _PER_YEAR.search(text):
         return True
     said = years_said(text)
@@ -203,7 +211,8 @@ _MEAN_RATING = re.compile(r"\b(?:average|mean|avg)\s+(?:reviewer\s+|review\s+)?(
 #: A rating superlative: "the best rated paper of each year" is no mean.
 _SUPERLATIVE = re.compile(r"\b(?:best|worst|highest|lowest|strongest|weakest)\b", re.I)
 #: "acceptance rate", "accept ratio": the share of accepted papers.
-_ACCEPTANCE = re.compile(r"\b(?:acceptance|accept)\s+(?:rates?|ratios?|percentages?)\b", re.I)
+_ACCEPTANCE = re.compile(r"\b(?:acceptance|acceptence|accept)\s+(?:rates?|ratios?|percentages?)\b",
+                         re.I)
 
 
 def apply_per_year(plan, text: str, found, context) -> None:
