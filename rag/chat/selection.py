@@ -215,28 +215,31 @@ def _on_topic_first(query: str, hits: list[Hit], retriever: Retriever, k: int,
     if m is None:
         return hits[:k]
     pinned = set(pinned)
-    if filtered:
-        pinned |= _worded(query, hits, retriever)
+    worded = _worded(query, hits, retriever) if filtered else set()
     n = len(hits)
     order = sorted(range(n), key=lambda i: (hits[i].id not in pinned,
                                             -m.order_key(m.prob(hits[i].id), i, n), i))
     ranked = [hits[i] for i in order]
-    shown = [h for h in ranked if h.id in pinned or m.prob(h.id) >= m.show][:k] or ranked[:1]
+    shown = [h for h in ranked if h.id in pinned or h.id in worded or m.prob(h.id) >= m.show
+             ][:k] or ranked[:1]
     if len(shown) < k:
         n = len(shown)
+        by_words = " or say it in their title or keywords" if any(
+            h.id in worded and m.prob(h.id) < m.show for h in shown) else ""
         notes.append(note(f"{'Only ' if n > 1 else ''}{n} of the {len(hits)} papers the search "
                           f"ranked first {'is' if n == 1 else 'are'} on this topic by the "
                           f"relevance model (probability of being about it at least "
-                          f"{m.show:.2f}), so {'it is' if n == 1 else 'these are'} shown."))
+                          f"{m.show:.2f}){by_words}, so {'it is' if n == 1 else 'these are'} "
+                          "shown."))
     return shown
 
 
 def _worded(query: str, hits: list[Hit], retriever: Retriever) -> set[str]:
     """Ids of ``hits`` that say the topic of ``query`` in their title or keywords, or twice in
     the abstract (:func:`rag.conference.trends.said_of`, the rule a topic count adds to the
-    relevance model): in a filtered survey they are shown whatever the model says ("2018 orals
-    on reinforcement learning": the four 2018 orals with the keyword, scored against a topic
-    whose best papers are 2026's)."""
+    relevance model): in a filtered survey they pass its cut whatever the model says, in the
+    order it gives ("2018 orals on reinforcement learning": the four 2018 orals with the
+    keyword, scored against a topic whose best papers are 2026's)."""
     from rag.conference import facets
     from rag.conference.trends import said_of
     from rag.understand.topics import topic_phrase

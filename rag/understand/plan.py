@@ -248,7 +248,9 @@ def _filter_text(f: str) -> str:
 
 #: Words that make one year said the start of a range ("since 2018", "how did X change after 2018").
 _FROM_YEAR_ON = re.compile(r"\b(?:since|after|from|onwards?|through|till|until|chang\w*|grow\w*|"
-                           r"grew|trend\w*|evolv\w*)\b", re.I)
+                           r"grew|trend\w*|evolv\w*|now|today|nowadays|these\s+days|anymore|"
+                           r"than|vs\.?|versus|compared|bigger|smaller|more|fewer|less|"
+                           r"rise|rose|fall|fell|drop\w*|declin\w*|increas\w*|decreas\w*)\b", re.I)
 
 
 def one_year_only(said: str) -> bool:
