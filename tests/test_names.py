@@ -178,3 +178,16 @@ def test_saved_names_equal_fresh_ones_on_the_whole_iclr2026_list(tmp_path):
     assert loaded is not None
     assert_same(built, loaded, questions(papers, n=400))
     assert [ids for _, _, ids in loaded.find("Which paper proposes StepORLM?")] == [["ZrgxU8WMmG"]]
+
+
+def test_a_title_opening_many_titles_share_names_its_paper_when_said_longer():
+    from rag.types import Paper
+    from rag.understand.names import NameIndex
+
+    titles = ["On the Convergence of Adam and Beyond", "On the Convergence of SGD with Momentum",
+              "On the Convergence of Federated Averaging", "On the Convergence of Q-Learning",
+              "On the Convergence of Mirror Descent Revisited"]
+    ni = NameIndex([Paper(str(i), t, "An abstract.") for i, t in enumerate(titles)])
+    found = ni.find("which 2026 papers are closest to On the Convergence of Adam and Beyond (2018)")
+    assert [ids for _, _, ids in found] == [["0"]]
+    assert ni.find("papers on the convergence of optimisers") == []  # the shared opening alone

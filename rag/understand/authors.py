@@ -152,6 +152,7 @@ def apply_authors(plan, text: str, said: list[tuple[str, tuple[int, int]]],
         # (with the word that said it was an author: "papers by   on X" would read "on X" as
         # the next name)
         cue = re.search(r"(?:\b(?:by|from|with|and|or)\s+|[&,]\s*)+$", rest[:a], re.I)
+        b += len(re.match(r"(?:['’]s\b)?", rest[b:]).group(0))  # (and its possessive)
         rest = rest[:cue.start() if cue else a] + " " + rest[b:]
     from rag.understand import rating_order, topics
     from rag.understand.slots import read_filters

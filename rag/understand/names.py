@@ -42,6 +42,9 @@ MAX_NAMED_PAPERS = 3
 MAX_NAMED_SHARE = 0.05
 #: Words of a title that a turn must repeat, in order, to name the paper by its title.
 TITLE_WORDS = 4
+#: Most words of a title opening that :meth:`NameIndex.find` compares when the first
+#: :data:`TITLE_WORDS` are shared by many titles.
+LONG_TITLE_WORDS = 8
 #: Longest plain title head (the words before ":") that names its paper: "Stable Video Infinity".
 HEAD_WORDS = 4
 
@@ -169,6 +172,10 @@ class NameIndex:
         self.capitals: set[str] = set()
         self.words: dict[str, set[str]] = {}
         self.prefixes: dict[tuple[str, ...], list[str]] = {}
+        #: Longer title openings (5 to :data:`LONG_TITLE_WORDS` words) of the titles whose first
+        #: :data:`TITLE_WORDS` words more than :data:`MAX_NAMED_PAPERS` titles share ("On the
+        #: Convergence of Adam and Beyond": "On the Convergence of" opens dozens).
+        self.long_prefixes: dict[tuple[str, ...], list[str]] = {}
         #: Folded one-word title heads of any kind ("Cactus: ...", "Prism: ..."): names only where
         #: a turn uses the word as a paper's name (a side of a comparison).
         self.heads: dict[str, list[str]] = {}
@@ -238,6 +245,12 @@ class NameIndex:
                 self.prefixes.setdefault(tuple(words[:TITLE_WORDS]), []).append(p.id)
         most = max(1, min(MAX_NAMED_PAPERS, int(MAX_NAMED_SHARE * n)))
         self.words = {k: v for k, v in self.words.items() if len(v) <= most}
+        for p in papers:
+            words = _plain(p.title)
+            if len(words) > TITLE_WORDS and \
+                    len(self.prefixes.get(tuple(words[:TITLE_WORDS]), ())) > MAX_NAMED_PAPERS:
+                key = tuple(words[:LONG_TITLE_WORDS])
+                self.long_prefixes.setdefault(key, []).append(p.id)
 
     def find(self, text: str) -> list[tuple[str, tuple[int, int], list[str]]]:
         """The names of papers in ``text``: ``(words as written, character span, paper ids)``
@@ -259,6 +272,12 @@ class NameIndex:
             if ids and len(ids) <= MAX_NAMED_PAPERS:
                 a, b = flat[i][0].start(), flat[i + TITLE_WORDS - 1][0].end()
                 if free(a, b):
+                    out.append((text[a:b], (a, b), list(ids)))
+        for size in range(LONG_TITLE_WORDS, TITLE_WORDS, -1):  # "On the Convergence of Adam ..."
+            for i in range(len(flat) - size + 1):
+                ids = self.long_prefixes.get(tuple(w for _, w in flat[i:i + size]))
+                a, b = flat[i][0].start(), flat[i + size - 1][0].end()
+                if ids and len(ids) <= MAX_NAMED_PAPERS and free(a, b):
                     out.append((text[a:b], (a, b), list(ids)))
         for size in (3, 2, 1):
             for i in range(len(words) - size + 1):
@@ -309,6 +328,7 @@ class NameIndex:
                 "capitals": sorted(self.capitals),
                 "words": {k: sorted(v) for k, v in self.words.items()},
                 "prefixes": [[list(k), v] for k, v in self.prefixes.items()],
+                "long_prefixes": [[list(k), v] for k, v in self.long_prefixes.items()],
                 "heads": self.heads,
                 "head_phrases": [[list(k), v] for k, v in self.head_phrases.items()]}
         path = Path(path)
@@ -350,6 +370,7 @@ class NameIndex:
             out.capitals = set(data["capitals"])
             out.words = {k: set(v) for k, v in data["words"].items()}
             out.prefixes = {tuple(k): list(v) for k, v in data["prefixes"]}
+            out.long_prefixes = {tuple(k): list(v) for k, v in data["long_prefixes"]}
             out.heads = {k: list(v) for k, v in data["heads"].items()}
             out.head_phrases = {tuple(k): list(v) for k, v in data["head_phrases"]}
         except (KeyError, TypeError, ValueError, AttributeError):

@@ -10,7 +10,7 @@ import re
 
 
 #: Words that ask for papers or counts without naming a topic (stemmed, as BM25 sees them).
-_NO_TOPIC = frozenset("some few sever coupl pl pleas thank good interest cool nice "
+_NO_TOPIC = frozenset("some few sever coupl pl pls plz plea pleas thank thx ty good interest cool nice "
                       "how mani number count total paper work submiss articl studi list show "
                       "give find tell me all ani there which what are were is was the in of "
                       "accept conferenc index corpus iclr year public entri lol haha thx ok okai "
