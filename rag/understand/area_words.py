@@ -32,8 +32,11 @@ _AREA_PAPERS = re.compile(r"(?<=\w)\s+(?:papers?|submissions?|works|orals?|poste
                           r"spotlights?)\b", re.I)
 # ... and ends the phrase there ("in learning theory?", not "in learning-theory proof sketches")
 _AREA_END = re.compile(r"\s*(?:[^\w\s]|$|(?:and|or|with|that|which|rated|about|on|papers?|"
-                       r"area|track|from|in|by|are|is|were|was|sorted|ordered|having|where|"
-                       r"whose|only|pls|please|ranked|published)\b)", re.I)
+                       r"area|track|from|in|by(?!\s+\w+ing\b)|are|is|were|was|sorted|ordered|"
+                       r"having|where|whose|only|pls|please|ranked|published)\b)", re.I)
+#: "track" said as a verb ("models represent and track entities", "to track objects"): no area.
+TRACK_VERB = re.compile(r"\b(?:and|or|to|can|cannot|could|must|will|would|they|we|models?|"
+                        r"networks?|agents?)\s+track\s*$", re.I)
 
 
 def fold(text: str) -> str:

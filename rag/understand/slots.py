@@ -32,8 +32,8 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from rag.filters import FilterError, Filters
-from rag.understand.area_words import (_AREA, _AREA_END, _AREA_NAMED, _AREA_PAPERS, _IN_AREA,
-                                       _content_words, match_area)
+from rag.understand.area_words import (TRACK_VERB, _AREA, _AREA_END, _AREA_NAMED, _AREA_PAPERS,
+                                       _IN_AREA, _content_words, match_area)
 from rag.understand.filter_words import (MAX_AUTHOR_CHARS, _AFTER_THRESHOLD, _AUTHOR,
                                          _AUTHOR_LOWER, _AUTHOR_OWNER, _BARE_RATING, _DROP_OPS,
                                          _DROP_RATING, _GOT_RATING, _ONLY_RATING, _OPS, _PLUS,
@@ -274,6 +274,8 @@ def read_filters(question: str, *, areas: Sequence[str] = ()) -> FilterSlots:
                      m.start(), m.end())
     if areas:
         for m in _AREA.finditer(question):
+            if TRACK_VERB.search(question[:m.end()]):
+                continue  # "how do models represent and track ...": a verb, not a track
             text = m.group("after") or m.group("before") or ""
             words = text.split()
             for i in range(len(words)):  # the longest tail of the words before "area" that names one
