@@ -220,8 +220,12 @@ def _on_topic_first(query: str, hits: list[Hit], retriever: Retriever, k: int,
     order = sorted(range(n), key=lambda i: (hits[i].id not in pinned,
                                             -m.order_key(m.prob(hits[i].id), i, n), i))
     ranked = [hits[i] for i in order]
-    shown = [h for h in ranked if h.id in pinned or h.id in worded or m.prob(h.id) >= m.show
-             ][:k] or ranked[:1]
+    shown = [h for h in ranked if h.id in pinned or m.prob(h.id) >= m.show][:k]
+    if worded and len(shown) < k:  # (room left: the papers that name the topic, in rank order)
+        extra = [h for h in ranked if h.id in worded and h not in shown][:k - len(shown)]
+        keep = {h.id for h in shown + extra}
+        shown = [h for h in ranked if h.id in keep]
+    shown = shown or ranked[:1]
     if len(shown) < k:
         n = len(shown)
         by_words = " or say it in their title or keywords" if any(
@@ -237,7 +241,7 @@ def _on_topic_first(query: str, hits: list[Hit], retriever: Retriever, k: int,
 def _worded(query: str, hits: list[Hit], retriever: Retriever) -> set[str]:
     """Ids of ``hits`` that say the topic of ``query`` in their title or keywords, or twice in
     the abstract (:func:`rag.conference.trends.said_of`, the rule a topic count adds to the
-    relevance model): in a filtered survey they pass its cut whatever the model says, in the
+    relevance model): in a filtered survey they fill the room the model's cut leaves, in the
     order it gives ("2018 orals on reinforcement learning": the four 2018 orals with the
     keyword, scored against a topic whose best papers are 2026's)."""
     from rag.conference import facets
