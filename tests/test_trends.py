@@ -500,3 +500,23 @@ def test_an_acceptance_rate_of_one_year_is_that_years_share(two_years, scripted)
     accepted = [r for r in of_2018 if r["status"] in ("Oral", "Poster")]
     assert [(y["year"], y["n"], y["total"]) for y in ans.trend["years"]] == \
         [(2018, len(accepted), len(of_2018))]
+
+
+@pytest.mark.parametrize("question", ["Ada Lovelace 2018", "Lovelace 2018", "lovelace"])
+def test_a_name_said_alone_lists_that_authors_papers_of_the_year(question, two_years, scripted):
+    settings, retriever, rows = two_years
+    theirs = {rows[i]["id"] for i, names in AUTHORS.items() if "Ada Lovelace" in names}
+    ans = ask(question, settings, retriever, scripted)
+    assert {h.id for h in ans.hits} == theirs
+
+
+def test_a_count_under_a_year_filter_states_its_share_of_that_year(two_years, scripted):
+    settings, retriever, rows = two_years
+    of_2018 = [r for r in rows if r.get("year") == 2018]
+    orals = [r for r in of_2018 if r["status"] == "Oral"]
+    accepted = [r for r in of_2018 if r["status"] in ("Oral", "Poster")]
+    ans = ask("how many orals in 2018?", settings, retriever, scripted)
+    assert f"That is {100 * len(orals) / len(of_2018):.1f}% of the {len(of_2018)} papers of 2018" \
+        in ans.text
+    assert f"{100 * len(orals) / len(accepted):.1f}% of its {len(accepted)} accepted papers" \
+        in ans.text

@@ -207,12 +207,42 @@ def facet_answer(papers: dict[str, Paper], filters: Filters | None,
         head = (f"This index holds {total:,} papers: "
                 f"{status_breakdown(list(papers.values()))}.")
     out = [direct(head, [])]
+    share = year_share(papers, filters, len(chosen))
+    if share:
+        out.append(direct(share, []))
     rated = sum(1 for p in chosen if p.rating)
     order = "by mean reviewer rating" if rated else "in list order"
     out.append(heading(f"The first {len(hits)} {order}:" if len(chosen) > len(hits)
                        else f"All of them, {order}:"))
     out += [rated_item(h, n, None) for n, h in zip(numbers, hits)]
     return out, hits
+
+
+def year_share(papers: dict[str, Paper], filters: Filters | None, n: int) -> str:
+    """The share a count under a year filter is of that year's papers ("That is 2.3% of the 995
+    papers of 2018"), and of its accepted papers when the filter asks for one tier ("and 6.8% of
+    its 337 accepted papers"), on an index of several years; "" otherwise (no year filter, one
+    year in the index, or the year filter alone)."""
+    if not filters or set(filters.values) == {"year"} or "year" not in filters.values:
+        return ""
+    years = {p.year for p in papers.values() if p.year}
+    if len(years) < 2:
+        return ""
+    said = filters.values["year"]
+    of_year = [p for p in papers.values() if p.year is not None and str(p.year) in said]
+    if not of_year:
+        return ""
+    when = " and ".join(said)
+    text = f"That is {100 * n / len(of_year):.1f}% of the {len(of_year):,} papers of {when}"
+    tiers = [v.lower() for v in filters.values.get("status", [])]
+    if tiers and all(t in ("oral", "orals", "spotlight", "spotlights", "poster", "posters")
+                     for t in tiers):
+        from rag.types import is_accepted
+
+        accepted = sum(1 for p in of_year if is_accepted(p.status))
+        if accepted:
+            text += f", and {100 * n / accepted:.1f}% of its {accepted:,} accepted papers"
+    return text + "."
 
 
 def topic_count_head(topic: str, count: tuple[int, int], filters: Filters | None,

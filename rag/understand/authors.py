@@ -98,14 +98,24 @@ def surnames_said(text: str, surnames: Mapping[str, str], vocabulary=frozenset()
     ("papers by goodfellow", "Levine et al.", "schmidhuber's papers"), as ``(surname as the list
     spells it, span)``; a word of ``vocabulary`` (the papers' BM25 terms) is a surname only when
     capitalised or said as one ("papers by song", "song et al.", not "music made by song
-    structure")."""
-    if not surnames or not _AUTHOR_CUE.search(text):
+    structure"). Without an author word, a surname that is no word of the papers is one when
+    nothing else of the turn names a topic ("Vinyals 2018", "levine papers 2018")."""
+    if not surnames:
         return []
+    cue = bool(_AUTHOR_CUE.search(text))
     found = []
     for m in _WORD.finditer(text):
         word = re.sub(r"['’]s$", "", m.group(0))
         key = fold(word)
         if key not in surnames:
+            continue
+        if not cue:
+            from rag.understand.topics import has_topic
+
+            rest = _AUTHOR_FRAME.sub(" ", text[:m.start()] + " " + text[m.end():])
+            rest = re.sub(r"\b(?:19|20)\d\d\b|['’]\d\d\b", " ", rest)  # (a year is no topic)
+            if not _stems(key) & vocabulary and vocabulary and not has_topic(rest):
+                found.append((surnames[key], (m.start(), m.start() + len(word))))
             continue
         said_as_author = bool(_BY_BEFORE.search(text[:m.start()]) or
                               _AFTER_NAME.match(text[m.start() + len(word):]))
@@ -157,7 +167,11 @@ def apply_authors(plan, text: str, said: list[tuple[str, tuple[int, int]]],
     from rag.understand import rating_order, topics
     from rag.understand.slots import read_filters
 
-    left = read_filters(rest).query
+    read = read_filters(rest)
+    left = read.query
+    for y in (read.filters.values.get("year", []) if read.filters else []):
+        if f"year={y}" not in plan.filters:  # "Sergey Levine 2018": no name's own number
+            plan.filters = plan.filters + [f"year={y}"]
     if plan.papers not in ("search", "catalog", "named"):
         return
     if plan.papers == "catalog":
