@@ -520,3 +520,19 @@ def test_a_count_under_a_year_filter_states_its_share_of_that_year(two_years, sc
         in ans.text
     assert f"{100 * len(orals) / len(accepted):.1f}% of its {len(accepted)} accepted papers" \
         in ans.text
+
+
+def test_a_filter_on_an_authors_whole_list_that_leaves_none_says_none(two_years, scripted):
+    from rag.understand.history import turn_after
+
+    settings, retriever, rows = two_years
+    first = ask("papers by Ada Lovelace", settings, retriever, scripted)
+    assert first.hits and not any(h.paper.status == "Reject" for h in first.hits)
+    assert any(r["status"] == "Reject" for r in rows)
+    ans = ask("which were rejected?", settings, retriever, scripted, [turn_after(first)])
+    assert ans.hits == []  # not every rejected paper of the index
+    mine = ask("how many of her papers were orals?", settings, retriever, scripted,
+               [turn_after(first)])
+    theirs = [rows[i] for i, names in AUTHORS.items() if "Ada Lovelace" in names]
+    assert mine.text.startswith(f"{sum(r['status'] == 'Oral' for r in theirs)} of the "
+                                f"{len(theirs)} papers")

@@ -240,6 +240,13 @@ def _from_previous(plan: Plan, source: str, prev: Turn, used: Filters, retriever
         # "how many of them are orals?" and none is: 0 of them, not a count of another set
         return Selection([], standalone=_about(plan.said, papers), filters=used, scope=scope,
                          total=total, notes=notes, focus=[], exact=True)
+    if used and not kept and whole and len(whole) == len(papers) and prev.plan.get(
+            "papers") == "catalog":
+        # "which were orals?" after "papers by Sergey Levine": every one of his papers was in
+        # hand, so none is the answer, not every oral of the index
+        notes.append(note(f"None of {scope} matches {facets.describe(used)}."))
+        return Selection([], standalone=_about(plan.said, papers), filters=used, scope=scope,
+                         total=total, notes=notes, focus=[], exact=True)
     if used and not kept:
         what = facets.describe(used)
         on_topic = _on_topic_instead(plan, prev, used, scope, retriever, notes)

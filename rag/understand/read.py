@@ -152,6 +152,9 @@ _COUNTS_PAPERS = re.compile(r"\b(?:how\s+many|number\s+of|count\s+of)\s+(?:\w+\s
                             r"\b|\baccept[ae]nce\s+(?:rates?|ratios?)\b|\btotal\s+(?:number\s+of\s+)?"
                             r"(?:submissions|papers)\b|\bsize\s+of\s+(?:the\s+|"
                             r"each\s+|both\s+)?(?:conferences?|iclr|years?|lists?)\b", re.I)
+#: A person's papers pointed back at ("how many of his papers were rejected?", "her orals").
+_HIS_PAPERS = re.compile(r"\b(?:his|her)\s+(?:\w+\s+)?(?:papers?|works?|submissions?|orals?|"
+                         r"posters?|ones)\b", re.I)
 #: "what did ICLR 2018 have on X", "what was published about X": the papers on a topic.
 _HAD_ON = re.compile(r"\b(?:have|had|has|publish(?:ed)?|accept(?:ed)?|feature[sd]?|present(?:ed)?|"
                      r"see|saw)\s+(?:on|about|regarding|in\s+the\s+way\s+of)\s+\w", re.I)
@@ -212,6 +215,9 @@ def read_turn(text: str, context: TurnContext, reader: TurnReader, *, areas: Seq
             if p > best_p:
                 best, best_p = (papers, op), p
     papers, op = best or ("search", "lookup")
+    if papers == "catalog" and context.has_previous and "previous" in allowed and \
+            _HIS_PAPERS.search(text) and compatible("previous", op, context, found):
+        papers = "previous"  # "how many of his papers were rejected?" after an author's list
     if found.names and op != "similar" and any(
             _LIKE_NAME.search(text[:span[0]]) for _, span, ids in found.names if len(ids) == 1):
         papers, op = "named", "similar"  # "find me more papers like TangoFlux - ..."
