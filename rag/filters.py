@@ -80,8 +80,11 @@ def author_matches(wanted: str, name: str) -> bool:
 
 def name_core(name: str) -> str:
     """A person's name :func:`fold`-ed with its initials left out ("Geoffrey E. Hinton" ->
-    "geoffrey hinton", "Quoc V. Le" -> "quoc le"): the lists spell one person both ways."""
-    return " ".join(w for w in fold(name).replace(".", " ").split() if len(w) > 1)
+    "geoffrey hinton", "Quoc V. Le" -> "quoc le") and an umlaut's "e" dropped before a consonant
+    ("Schoelkopf" -> "scholkopf", as "Schölkopf" folds): the lists spell one person both ways."""
+    words = fold(name).replace(".", " ").split()
+    # ("Schoelkopf" is "Schölkopf" written without the umlaut: fold gives "scholkopf")
+    return " ".join(re.sub(r"([aou])e(?=[^aeiouy])", r"\1", w) for w in words if len(w) > 1)
 
 
 def coauthors(value: str) -> list[str]:

@@ -457,6 +457,12 @@ def test_misspelt_decision_words_are_read_as_the_decision(text, expected):
     ("withdrawn count for iclr 2026?", ["status=withdrawn", "year=2026"]),
     ("posters: 2018 vs 2026?", ["status=poster", "year=2018", "year=2026"]),
     ("oral health papers", []),
+    ("iclr18 poster count", ["status=poster", "year=2018"]),
+    ("how many 2018 papers got a Reject decision", ["status=rejected", "year=2018"]),
+    ("How many ICLR 2026 submissions were not accepted?", ["status=rejected", "year=2026"]),
+    ("learning theory papers that got in", ["status=accepted"]),
+    ("ok and how many were withdrawn that year", ["status=withdrawn"]),
+    ("number of papers with avg rating strictly above 7", ["rating>7"]),
 ])
 def test_decisions_listed_together(text, filters):
     from rag.understand import slots
@@ -536,3 +542,17 @@ def test_a_filter_on_an_authors_whole_list_that_leaves_none_says_none(two_years,
     theirs = [rows[i] for i, names in AUTHORS.items() if "Ada Lovelace" in names]
     assert mine.text.startswith(f"{sum(r['status'] == 'Oral' for r in theirs)} of the "
                                 f"{len(theirs)} papers")
+
+
+def test_one_person_spelled_several_ways_is_one_author():
+    from rag.filters import Filters
+    from rag.types import Paper
+    from rag.understand.authors import author_index, authors_said
+
+    names = author_index([Paper("a", "t", "x", authors=["Geoffrey E. Hinton", "Jane Doe"]),
+                          Paper("b", "t", "x", authors=["Bernhard Schoelkopf"])])
+    assert [n for n, _ in authors_said("what did geoff hinton put out", names)] == \
+        ["Geoffrey E. Hinton"]
+    umlaut = Filters.parse(["author=Bernhard Schölkopf"])
+    assert umlaut.matches(Paper("b", "t", "x", authors=["Bernhard Schoelkopf"]))
+    assert not umlaut.matches(Paper("c", "t", "x", authors=["Bernhard Schulz"]))

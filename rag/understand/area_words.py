@@ -22,8 +22,8 @@ _AREA = re.compile(r"\b(?:(?:in|from|of|within)\s+(?:the\s+)?)?(?:(?:primary\s+)
                    r"(?:area|track|category)\b)", re.I)
 # "whose primary area is applications to physical sciences (physics, ..., etc.)": a name after
 # "area" that may hold full stops of its own, when the words before "area" named none
-_AREA_NAMED = re.compile(r"\b(?:primary\s+)?area\s*(?:[:=]|\s(?:is|was)\s)?\s*"
-                         r"(?P<after>[\w ,&()./-]{3,80}?)(?=[?!;,]|\.(?:\s|$)|$|\s+(?:with|that|"
+_AREA_NAMED = re.compile(r"\b(?:primary\s+)?area\s*(?:[:=]|\s(?:is|was)\s)?\s*['\"“‘]?"
+                         r"(?P<after>[\w ,&()./-]{3,80}?)['\"”’]?(?=[?!;,]|\.(?:\s|$)|$|\s+(?:with|that|"
                          r"which|rated|and\s+(?:rat|with|score|only)))", re.I)
 # "orals in causal reasoning", "within the learning theory ...": an area named exactly after "in"
 _IN_AREA = re.compile(r"\b(?:in|within|from)\s+(?:the\s+)?(?=\w)", re.I)

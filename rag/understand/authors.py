@@ -25,16 +25,26 @@ _WORD = re.compile(r"[^\W\d_][\w'’.\-]*", re.U)
 def author_index(papers: Iterable) -> dict[str, str]:
     """Folded full name -> the name as the list spells it, for every author of ``papers`` whose
     name has two to four words (the first spelling met is kept), with and without its initials
-    (:func:`rag.filters.name_core`)."""
+    (:func:`rag.filters.name_core`), and by a shortened first name of at least five letters with
+    the surname (of at least five) when one person of the list has it ("geoff hinton")."""
     from rag.filters import name_core
 
     out: dict[str, str] = {}
+    short: dict[str, set[str]] = {}
     for p in papers:
         for name in p.authors or ():
             for key in (fold(name), name_core(name)):  # ("geoffrey hinton": "Geoffrey E. Hinton")
                 words = key.split()
                 if 2 <= len(words) <= 4 and not set(words) & _NOT_A_NAME:
                     out.setdefault(key, name.strip())
+            words = name_core(name).split()
+            if len(words) >= 2 and len(words[0]) > 5 and len(words[-1]) >= 5 and \
+                    not set(words) & _NOT_A_NAME:
+                for n in range(5, len(words[0])):  # "geoff hinton": "Geoffrey E. Hinton"
+                    short.setdefault(f"{words[0][:n]} {words[-1]}", set()).add(name.strip())
+    for key, spelled in short.items():
+        if key not in out and len({name_core(s) for s in spelled}) == 1:
+            out[key] = min(spelled)
     return out
 
 
@@ -135,6 +145,7 @@ def _stems(word: str) -> set[str]:
 _AUTHOR_FRAME = re.compile(
     r"['’]s\b|\b(?:what|which|where|who|whose|that|did|does|do|has|have|had|is|are|was|were|"
     r"any|anything|something|everything|stuff|group|lab|team|all|the|a|an|of|and|or|together|"
+    r"put|out|releas\w*|present\w*|up|doing|get|got|"
     r"jointly|joint|both|collaborat\w*|"
     r"from|by|with|as|in|at|to|iclr|papers?|works?|submissions?|submit(?:ted|s)?|wrote|written|"
     r"write|authored|authors?|co-?author(?:ed|s)?|publish(?:ed)?|list|show|me|give|find|else|other|"

@@ -25,7 +25,8 @@ _TIER_AFTER = re.compile(rf"\b{_PAPERS}\s+(?:(?:that|which)\s+)?(?:(?:were|was|g
 # before the conference: "... were accepted at ICLR 2026")
 _TIER_PASSIVE = re.compile(r"\b(?:were|was|got|have been|has been)\s+(rejected|withdrawn|accepted)"
                            r"(?:\s+(?:at|to|in|by|into)\s+(?:the\s+)?(?:iclr|conference|main)\b"
-                           r"[^?.!]*|\s+(?:at|in)\s+(?:iclr\s*)?(?:19|20)\d\d)?\s*[?.!]*\s*$", re.I)
+                           r"[^?.!]*|\s+(?:at|in)\s+(?:iclr\s*)?(?:19|20)\d\d|\s+(?:that|this|the\s+same)"
+                           r"\s+year|\s+then)?\s*[?.!]*\s*$", re.I)
 # "invited to the workshop track", "workshop papers": ICLR 2018's fourth decision
 _WORKSHOP = re.compile(r"\b(?:(?:invited|moved|sent|relegated|demoted)\s+to\s+)?the\s+workshop\s+"
                        r"track\b|\bworkshop[-\s]+(?:track\s+)?(?:papers?|submissions?|posters?|"
@@ -51,7 +52,12 @@ _TIER_ALONE = re.compile(r"\b(?:(?:among|in|from|of)\s+(?:the\s+)?(orals|spotlig
                          r"(orals?|spotlights?|posters?|rejected|withdrawn)\s*(?:ones\s*)?[?.!]*\s*$|"
                          # "count withdrawn", "list the rejected ones"
                          r"\b(?:count|list|show)\s+(?:me\s+)?(?:all\s+)?(?:the\s+)?"
-                         r"(withdrawn|rejected|orals|posters|spotlights)\b|"
+                         r"(withdrawn|rejected|rejects|orals|posters|spotlights)\b|"
+                         # "got a Reject decision", "received an accept", "not accepted"
+                         r"\b(?:got|get|gets|received?|given|had)\s+an?\s+(reject|accept)(?:ed|ion|ance)?"
+                         r"(?:\s+decision)?\b|\b(?:was|were|got|is|are)\s+(not\s+accepted)\b|"
+                         # "papers that got in", "how many of those made it in"
+                         r"\b(?:got|get|gets|made\s+it)\s+(in)\b(?!\s+\w)|"
                          # "which ones are plain posters"
                          r"(?:are|were)\s+(?:plain|just|only|all|also|regular)\s+(orals?|spotlights?|"
                          r"posters?)\b|"
@@ -105,7 +111,8 @@ _STATUS_ASKED = re.compile(r"(?<!\w)(?:(?:is|was|are|were)\s+(?:it|that|this|the
 _TIERS_LISTED = re.compile(r"\b(orals?|spotlights?|posters?)\s*(?:\+|&|,|\band\b|\bor\b|"
                            r"\bplus\b)\s*(?:the\s+)?(orals?|spotlights?|posters?)\b(?!\s+(?:counts?|"
                            r"breakdown|split|ratio|numbers?|per|each|vs|versus)\b)", re.I)
-_TIER_WORD = {"oral": "oral", "orals": "oral", "spotlight": "spotlight", "spotlights": "spotlight",
+_TIER_WORD = {"not accepted": "rejected", "in": "accepted", "accept": "accepted",
+              "oral": "oral", "orals": "oral", "spotlight": "spotlight", "spotlights": "spotlight",
               "poster": "poster", "posters": "poster", "rejected": "rejected",
               "withdrawn": "withdrawn", "accepted": "accepted", "reject": "rejected",
               "rejects": "rejected", "rejection": "rejected", "rejections": "rejected"}
@@ -114,7 +121,7 @@ _RATING = re.compile(
     r"\b(?:(?:with\s+)?(?:an?\s+)?(?:(?:mean|average|avg|reviewer|review|overall)\s+){0,2}"
     r"(?:rating|score)s?|rated|scored|averag(?:ed|ing)|got\s+an?\s+average\s+of)"
     r"(?:\s*,?\s*(?:like|um|uh|say)\s*,)?"
-    r"\s*(?:(?:is|are|was|were|of)\s+)?(>=|<=|>|<|=|≥|≤|at least|at most|at or above|at or below|above|over|below|under|greater than|"
+    r"\s*(?:(?:is|are|was|were|of)\s+)?(?:strictly\s+)?(>=|<=|>|<|=|≥|≤|at least|at most|at or above|at or below|above|over|below|under|greater than|"
     r"more than|higher than|less than|lower than|of at least|no less than|no more than)?\s*"
     r"(\d{1,2}(?:\.\d{1,2})?)(?!\d|\.\d)(?!\s+(?:papers?|pprs?|works?|ones|orals|posters|submissions)\b)"
     r"(?:\s*(?:/|out of)\s*10)?(\s+(?:or|and)\s+(?:higher|more|above|better|"

@@ -268,6 +268,8 @@ def read_turn(text: str, context: TurnContext, reader: TurnReader, *, areas: Seq
     if out >= OUTSIDE_ABOVE and not said_authors and not (plan.op == "similar" and plan.ids) \
             and not (plan.papers == "catalog" and plan.filters and (
                 plan.op == "count" and _COUNTS_PAPERS.search(text) or
+                # "accepted papers iclr 2026??": a list of the papers the filters admit
+                plan.op == "list" and not topics.has_topic(plan.query) or
                 plan.op in ("extreme", "sort") and found.orders_by_rating)) \
             and not (plan.papers == "search" and _HAD_ON.search(text)):
         # (a paper's neighbours are always in the list: "any 2026 follow-ups to <title>?"; so

@@ -138,7 +138,7 @@ _YEAR_OWNERS = frozenset("iclr in from since of for at before after during and o
 
 
 #: A year said by its last two digits after an apostrophe ("in '18", "ICLR ’26").
-_SHORT_YEAR = re.compile(r"(?<![\w'’])['’]([0-3]\d)\b(?!['’])")
+_SHORT_YEAR = re.compile(r"(?<![\w'’])['’]([0-3]\d)\b(?!['’])|\biclr[-_'’]?([0-3]\d)\b", re.I)
 #: Decisions said as included in a total, not as a filter ("counting rejected and withdrawn",
 #: "including the withdrawn ones").
 _COUNTING = re.compile(r"\b(?:counting|including|incl\.?|inclusive\s+of)\s+(?:the\s+|all\s+)?"
@@ -253,8 +253,8 @@ def read_filters(question: str, *, areas: Sequence[str] = ()) -> FilterSlots:
             take(m, "rating", f">={m.group(1)}")
     for m in _GLUED_YEAR.finditer(question):  # "iclr2018", "ICLR-2026"
         take(m, "year", m.group(1))
-    for m in _SHORT_YEAR.finditer(question):  # "orals in '18"
-        take(m, "year", "20" + m.group(1))
+    for m in _SHORT_YEAR.finditer(question):  # "orals in '18", "iclr18", "ICLR-26"
+        take(m, "year", "20" + (m.group(1) or m.group(2)))
     for m in _YEAR.finditer(question):
         before = re.search(r"([A-Za-z][\w-]*)\s*$", question[:m.start()])
         if before and before.group(1)[0].isupper() and \
