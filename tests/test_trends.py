@@ -556,3 +556,10 @@ def test_one_person_spelled_several_ways_is_one_author():
     umlaut = Filters.parse(["author=Bernhard Schölkopf"])
     assert umlaut.matches(Paper("b", "t", "x", authors=["Bernhard Schoelkopf"]))
     assert not umlaut.matches(Paper("c", "t", "x", authors=["Bernhard Schulz"]))
+
+
+def test_a_count_of_every_paper_per_year_states_how_much_bigger_the_later_year_is():
+    from rag.conference.trends import catalog_trend, direction_text
+
+    trend = catalog_trend(_papers(), None, [2018, 2026])
+    assert direction_text(trend) == "2026 had 1 more paper than 2018 (1.2x as many)."

@@ -269,10 +269,22 @@ def table_markdown(trend: Trend, counted: str, base: str) -> str:
 
 def direction_text(trend: Trend) -> str:
     """The change in one sentence: "The share rose from 0.5% in 2018 to 3.2% in 2026, about
-    6.4x." / "... fell ..., to about a seventh of its 2018 share." / "... about the same"."""
+    6.4x." / "... fell ..., to about a seventh of its 2018 share." / "... about the same"; for
+    every paper of each year, the difference in size ("2026 had 18,635 more papers than 2018
+    (19.7x as many).")."""
     word, ratio = trend.direction()
-    if not word or all(r.n == r.total for r in trend.rows):
-        return ""  # every paper of each year: no share to compare
+    if len(trend.rows) >= 2 and all(r.n == r.total for r in trend.rows):
+        # every paper of each year: no share to compare, but the sizes ("how many more
+        # submissions in 2026 than in 2018?", "how many times bigger?")
+        a, b = trend.rows[0], trend.rows[-1]
+        if not a.n or a.n == b.n:
+            return ""
+        more = "more" if b.n > a.n else "fewer"
+        return (f"{b.year} had {abs(b.n - a.n):,} {more} paper{'s' if abs(b.n - a.n) > 1 else ''}"
+                f" than {a.year} "
+                f"({b.n / a.n:.1f}x as many).")
+    if not word:
+        return ""
     a, b = trend.rows[0], trend.rows[-1]
     pa, pb = share_text(a).split("(")[1].rstrip(")"), share_text(b).split("(")[1].rstrip(")")
     what = "share" if trend.topic else "share of the year's papers"

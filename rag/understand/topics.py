@@ -16,7 +16,7 @@ _NO_TOPIC = frozenset("some few sever coupl pl pls plz plea pleas thank thx ty g
                       "accept conferenc index corpus iclr year public entri lol haha thx ok okai "
                       "um uh hmm confer each from size big larg review score averag mean rate "
                       "rater across both reject oral poster spotlight withdrawn withdraw decis "
-                      "iclr18 iclr26".split())
+                      "iclr18 iclr26 time bigger smaller larger pool rough roughli approxim than s".split())
 
 
 #: Stemmed words that name an aspect (:data:`rag.understand.plan.ASPECTS`) or point at what has one
