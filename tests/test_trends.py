@@ -563,3 +563,24 @@ def test_a_count_of_every_paper_per_year_states_how_much_bigger_the_later_year_i
 
     trend = catalog_trend(_papers(), None, [2018, 2026])
     assert direction_text(trend) == "2026 had 1 more paper than 2018 (1.2x as many)."
+
+
+def test_that_year_is_the_previous_turns_year():
+    from rag.chat.refine import resolve_refine
+    from rag.understand.history import Turn
+    from rag.understand.plan import Plan
+
+    before = Plan(papers="catalog", op="count", filters=["year=2018"])
+    prev = Turn(question="How many submissions did ICLR 2018 receive?", plan=before.to_json())
+    plan = Plan(papers="catalog", op="count", filters=["status=withdrawn"],
+                said="ok and how many were withdrawn that year")
+    got = resolve_refine(plan, [prev], [], [2018, 2026])
+    assert sorted(got.filters) == ["status=withdrawn", "year=2018"]
+    plain = replace_said(plan, "how many were withdrawn")
+    assert resolve_refine(plain, [prev], [], [2018, 2026]).filters == ["status=withdrawn"]
+
+
+def replace_said(plan, said):
+    from dataclasses import replace
+
+    return replace(plan, said=said)

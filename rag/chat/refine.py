@@ -36,7 +36,7 @@ def resolve_refine(plan: Plan, history: Sequence[Turn], areas: Sequence[str] = (
     from rag.understand.rating_order import ascending
 
     if plan.op != "refine":
-        return plan
+        return _that_year(plan, history)
     prev = history[-1] if history else None
     if prev is None:
         return replace(plan, op="survey")
@@ -110,6 +110,21 @@ def resolve_refine(plan: Plan, history: Sequence[Turn], areas: Sequence[str] = (
                    subject=subject or earlier, filters=filters, positions=[], ids=[],
                    confidence=plan.confidence, said=plan.said, notes=plan.notes,
                    dropped=plan.dropped)
+
+
+#: "how many were withdrawn that year", "the same year's orals": the previous turn's year.
+_THAT_YEAR = re.compile(r"\b(?:that|the\s+same)\s+year\b|\bthat\s+year['’]s\b", re.I)
+
+
+def _that_year(plan: Plan, history: Sequence[Turn]) -> Plan:
+    """``plan`` with the previous turn's year filters when the turn says "that year" and names
+    no year of its own ("How many submissions did ICLR 2018 receive?" then "and how many were
+    withdrawn that year": of 2018, not of every year)."""
+    if not history or not _THAT_YEAR.search(plan.said or "") or \
+            any(f.startswith("year=") for f in plan.filters) or not history[-1].plan:
+        return plan
+    years = [f for f in Plan.from_json(history[-1].plan).filters if f.startswith("year=")]
+    return replace(plan, filters=plan.filters + years) if years else plan
 
 
 #: A new subject that only names an end of the rating order ("the lowest", "worst one").
