@@ -74,6 +74,7 @@ def ask(question, settings, retriever, scripted, history=None):
     ("what was the acceptance rate at iclr 2018", True),    # a share: of that year
     ("total submissions 2018 vs 2026", True),               # two totals set against each other
     ("how many papers in total across 2018 and 2026?", False),
+    ("withdrawn '18 vs '26?", True),                        # years by their last two digits
 ])
 def test_a_turn_asks_per_year_when_it_says_so(text, per_year):
     from rag.understand.years import asks_per_year
@@ -463,6 +464,12 @@ def test_misspelt_decision_words_are_read_as_the_decision(text, expected):
     ("learning theory papers that got in", ["status=accepted"]),
     ("ok and how many were withdrawn that year", ["status=withdrawn"]),
     ("number of papers with avg rating strictly above 7", ["rating>7"]),
+    ("# rejects '26", ["status=rejected", "year=2026"]),
+    ("2026 withdrawals in the vision area?", ["status=withdrawn", "year=2026"]),
+    ("how many papers did ICLR 2026 end up accepting in total?", ["status=accepted", "year=2026"]),
+    ("what percent of 2018 submissions got a workshop invitation?", ["status=workshop", "year=2018"]),
+    ("withdrawn '18 vs '26?", ["status=withdrawn", "year=2018", "year=2026"]),
+    ("same for posters", ["status=poster"]),
 ])
 def test_decisions_listed_together(text, filters):
     from rag.understand import slots
@@ -584,3 +591,25 @@ def replace_said(plan, said):
     from dataclasses import replace
 
     return replace(plan, said=said)
+
+
+@pytest.mark.parametrize("question", [
+    "For a slide: ICLR 2018 vs 2026, how many orals each?",
+    "I'm writing a blog post about how much ICLR has grown. How many orals did 2018 and 2026 each have?",
+])
+def test_a_preamble_about_why_one_asks_names_no_topic(question, two_years, scripted):
+    settings, retriever, rows = two_years
+    ans = ask(question, settings, retriever, scripted)
+    want = {y: sum(1 for r in rows if r.get("year", 2026) == y and r["status"] in
+                   ("Oral", "Accept (Oral)")) for y in (2018, 2026)}
+    assert {y["year"]: y["n"] for y in ans.trend["years"]} == want
+    assert not ans.trend["topic"]
+
+
+def test_a_count_of_a_tier_per_year_states_its_change_and_its_share_of_accepted(two_years,
+                                                                                scripted):
+    settings, retriever, rows = two_years
+    ans = ask("how many orals in 2018 vs 2026?", settings, retriever, scripted)
+    n18 = sum(1 for r in rows if r.get("year") == 2018 and r["status"] == "Oral")
+    acc18 = sum(1 for r in rows if r.get("year") == 2018 and r["status"] in ("Oral", "Poster"))
+    assert f"{100 * n18 / acc18:.1f}% in 2018 ({n18} of {acc18})" in ans.text

@@ -74,6 +74,8 @@ def resolve_refine(plan: Plan, history: Sequence[Turn], areas: Sequence[str] = (
         subject = "" if _OTHER_YEAR.fullmatch(subject.strip(" ?.!")) or \
             not names_only_an_aspect(subject) and _OTHER_YEAR.search(subject) else subject
     area = match_area(subject, areas, exact=True) if subject and areas else None
+    if subject and areas and not area and any(f.startswith("primary_area=") for f in base.filters):
+        area = match_area(subject, areas)  # "same for learning on graphs" after an area's count
     if area:
         said, subject = said + [f"primary_area={area}"], ""
     if not subject and not said:  # no new subject, no new filter: a question of its own

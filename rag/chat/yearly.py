@@ -13,6 +13,7 @@ from rag.chat.exact import Outcome
 from rag.chat.selection import Selection, _as_hits
 from rag.compose.templates import direct, heading, note
 from rag.conference import facets, trends
+from rag.filters import Filters
 from rag.understand.plan import Plan, one_year_only
 from rag.understand.topics import has_topic
 
@@ -45,6 +46,26 @@ def one_year_note(totals: dict[int, int]) -> str:
     return (f"This index holds papers of {held} only, so there is nothing to compare across "
             "years; index several lists into one (paperchat index A.jsonl B.jsonl --name "
             "NAME) to compare them. Counted over this index instead:")
+
+
+def _tier_share(trend, retriever) -> str:
+    """For a count per year of one accepted tier (orals, spotlights, posters), its share of each
+    year's accepted papers ("Of the accepted papers: 6.8% in 2018 (23 of 337), 4.2% in 2026 (224
+    of 5,358)."); "" otherwise."""
+    from rag.types import is_accepted
+
+    f = Filters.parse(trend.filters) if trend.filters else None
+    tiers = [v.lower() for v in (f.values.get("status", []) if f else [])]
+    if not f or not tiers or set(f.values) != {"status"} or not all(
+            t.rstrip("s") in ("oral", "spotlight", "poster") for t in tiers):
+        return ""
+    parts = []
+    for r in trend.rows:
+        accepted = sum(1 for p in retriever.papers.values()
+                       if p.year == r.year and is_accepted(p.status))
+        if accepted:
+            parts.append(f"{100 * r.n / accepted:.1f}% in {r.year} ({r.n:,} of {accepted:,})")
+    return f"Of the accepted papers: {', '.join(parts)}." if parts else ""
 
 
 def run(plan: Plan, sel: Selection, retriever: Retriever) -> Outcome | None:
@@ -101,6 +122,13 @@ def outcome(trend: trends.Trend, retriever: Retriever, means: bool = False) -> O
     line = trends.direction_text(trend)
     if line:
         out.append(note(line))
+    counts = trends.count_change_text(trend, facets.describe_plural(trend.filters)
+                                      if not trend.topic else f"papers on “{trend.topic}”")
+    if counts and line and "as many" not in line:
+        out.append(note(counts))
+    tiers = _tier_share(trend, retriever) if not trend.topic else ""
+    if tiers:
+        out.append(note(tiers))
     scales = trends.scale_note(retriever.papers.values(), [r.year for r in trend.rows])
     if scales and (means or any(r.mean_rating is not None for r in trend.rows)):
         out.append(note(scales))

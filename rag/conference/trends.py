@@ -267,6 +267,18 @@ def table_markdown(trend: Trend, counted: str, base: str) -> str:
     return "\n".join(lines)
 
 
+def count_change_text(trend: Trend, noun: str) -> str:
+    """The change in counts from the first year to the last ("2026 had 201 more orals than 2018
+    (9.7x as many)."); "" with fewer than two years, none in the first or the same count."""
+    if len(trend.rows) < 2:
+        return ""
+    a, b = trend.rows[0], trend.rows[-1]
+    if not a.n or a.n == b.n:
+        return ""
+    more = "more" if b.n > a.n else "fewer"
+    return f"{b.year} had {abs(b.n - a.n):,} {more} {noun} than {a.year} ({b.n / a.n:.1f}x as many)."
+
+
 def direction_text(trend: Trend) -> str:
     """The change in one sentence: "The share rose from 0.5% in 2018 to 3.2% in 2026, about
     6.4x." / "... fell ..., to about a seventh of its 2018 share." / "... about the same"; for

@@ -30,7 +30,7 @@ _TIER_PASSIVE = re.compile(r"\b(?:were|was|got|have been|has been)\s+(rejected|w
 # "invited to the workshop track", "workshop papers": ICLR 2018's fourth decision
 _WORKSHOP = re.compile(r"\b(?:(?:invited|moved|sent|relegated|demoted)\s+to\s+)?the\s+workshop\s+"
                        r"track\b|\bworkshop[-\s]+(?:track\s+)?(?:papers?|submissions?|posters?|"
-                       r"decisions?)\b", re.I)
+                       r"decisions?|invit\w*)\b", re.I)
 # "the lowest rated accepted poster", "worst 2026 oral", "number of 2018 rejects": a decision as
 # the noun itself, after a year, a rating word or a superlative
 _TIER_NOUN = re.compile(r"\b(?:(?:19|20)\d\d|rated|scored|reviewed|accepted|best|worst|highest|"
@@ -53,9 +53,17 @@ _TIER_ALONE = re.compile(r"\b(?:(?:among|in|from|of)\s+(?:the\s+)?(orals|spotlig
                          # "count withdrawn", "list the rejected ones"
                          r"\b(?:count|list|show)\s+(?:me\s+)?(?:all\s+)?(?:the\s+)?"
                          r"(withdrawn|rejected|rejects|orals|posters|spotlights)\b|"
+                         # "withdrawn '18 vs '26?", "orals iclr18": the tier heads the turn, a year next
+                         r"^\s*(orals|posters|spotlights|rejected|withdrawn|rejects|accepted)\s+"
+                         r"(?=['’]\d\d|(?:19|20)\d\d|iclr)|"
+                         # "# rejects '26", "2026 withdrawals in the X area"
+                         r"\b(rejects|withdrawals)\b|"
+                         # "how many papers did ICLR 2026 end up accepting", "did ICLR 2018 accept"
+                         r"\b(?:iclr(?:[-\s]*['’]?\d{2,4})?|it|they|the\s+conference)\s+(?:end(?:ed)?\s+up\s+)?"
+                         r"(accept|reject)(?:ed|ing|s)?\b|\bend(?:ed)?\s+up\s+(accepting|rejecting)\b|"
                          # "got a Reject decision", "received an accept", "not accepted"
                          r"\b(?:got|get|gets|received?|given|had)\s+an?\s+(reject|accept)(?:ed|ion|ance)?"
-                         r"(?:\s+decision)?\b|\b(?:was|were|got|is|are)\s+(not\s+accepted)\b|"
+                         r"(?:\s+decision)?\b|\b(?:was|were|got|is|are|up)\s+(not\s+accepted)\b|"
                          # "papers that got in", "how many of those made it in"
                          r"\b(?:got|get|gets|made\s+it)\s+(in)\b(?!\s+\w)|"
                          # "which ones are plain posters"
@@ -77,7 +85,7 @@ _TIER_ALONE = re.compile(r"\b(?:(?:among|in|from|of)\s+(?:the\s+)?(orals|spotlig
                          r"from|sorted|by|ranked|ordered|best|worst|highest|lowest|first|among|"
                          r"amongst|rated|scored|then|count|w/?)(?!\w))|"
                          # "same but posters", "and then the posters?": the tier ends the turn
-                         r"\b(?:but|and|then|now|just|only|the)\s+(posters)\s*[?.!]*\s*$|"
+                         r"\b(?:but|and|then|now|just|only|the|for)\s+(posters)\s*[?.!]*\s*$|"
                          # "spotlight count?", "oral total": the tier counted; "which learning
                          # theory oral has the lowest rating": the tier, then what it has
                          r"\b(oral|spotlight|poster|withdrawn|rejected|accepted|rejects)\s+"
@@ -112,6 +120,7 @@ _TIERS_LISTED = re.compile(r"\b(orals?|spotlights?|posters?)\s*(?:\+|&|,|\band\b
                            r"\bplus\b)\s*(?:the\s+)?(orals?|spotlights?|posters?)\b(?!\s+(?:counts?|"
                            r"breakdown|split|ratio|numbers?|per|each|vs|versus)\b)", re.I)
 _TIER_WORD = {"not accepted": "rejected", "in": "accepted", "accept": "accepted",
+              "withdrawals": "withdrawn", "accepting": "accepted", "rejecting": "rejected",
               "oral": "oral", "orals": "oral", "spotlight": "spotlight", "spotlights": "spotlight",
               "poster": "poster", "posters": "poster", "rejected": "rejected",
               "withdrawn": "withdrawn", "accepted": "accepted", "reject": "rejected",

@@ -149,9 +149,18 @@ _COUNTS_PAPERS = re.compile(r"\b(?:how\s+many|number\s+of|count\s+of)\s+(?:\w+\s
                             r"\bhow\s+many\s+(?:\w+\s+){0,2}?(?:presentations|talks|decisions|"
                             r"withdrawals|rejects)\b|\b(?:orals?|posters?|spotlights?|withdrawn|"
                             r"rejected|rejects|accepted|submissions?|papers?)\s+(?:count|total|number)s?"
-                            r"\b|\baccept[ae]nce\s+(?:rates?|ratios?)\b|\btotal\s+(?:number\s+of\s+)?"
+                            r"\b|\baccept[ae]nce\s+(?:rates?|ratios?)\b|\bwhat\s+(?:percent(?:age)?|share|"
+                            r"fraction|proportion)\s+of\b|\btotal\s+(?:number\s+of\s+)?"
                             r"(?:submissions|papers)\b|\bsize\s+of\s+(?:the\s+|"
                             r"each\s+|both\s+)?(?:conferences?|iclr|years?|lists?)\b", re.I)
+#: A turn's preamble about why it asks ("For a slide:", "Quick one for my thesis intro:", "I'm
+#: writing a blog post about how much ICLR has grown."): no topic of the question.
+_PREAMBLE = re.compile(r"^\s*(?:(?:quick|one)\s+(?:one|question|q)\s+)?(?:for|i['’]?m\s+(?:writing|"
+                       r"preparing|making|working\s+on)|i\s+am\s+(?:writing|preparing|making|"
+                       r"working\s+on)|(?:my\s+)?(?:advisor|supervisor|boss|manager)\s+wants)\s+"
+                       r"(?:an?\s+|my\s+|the\s+|some\s+)?(?:slides?|talk|blog(?:\s+post)?|post|thesis|"
+                       r"report|presentation|article|survey|newsletter|intro\w*|numbers?|lecture|"
+                       r"review)\b[^:.?!]{0,80}[:.!—–-]\s+(?=\S)", re.I)
 #: A person's papers pointed back at ("how many of his papers were rejected?", "her orals").
 _HIS_PAPERS = re.compile(r"\b(?:his|her)\s+(?:\w+\s+)?(?:papers?|works?|submissions?|orals?|"
                          r"posters?|ones)\b", re.I)
@@ -198,7 +207,7 @@ def read_turn(text: str, context: TurnContext, reader: TurnReader, *, areas: Seq
         vocabulary: words the papers use, lower case: a surname that is one of them is read
             only when capitalised ("papers by Song", not "music made by song structure").
     """
-    text = respell_decisions(text)  # "how many were rejectd"
+    text = respell_decisions(_PREAMBLE.sub("", text))  # "how many were rejectd"
     found = find_slots(text, context, areas, names)
     x = reader.features([text], [context], [found])[0]
     probs = reader.probabilities(x)
@@ -266,7 +275,7 @@ def read_turn(text: str, context: TurnContext, reader: TurnReader, *, areas: Seq
         apply_per_year(plan, text, found, context)
     out = probs.get("scope", {}).get("out", 0.0)
     if out >= OUTSIDE_ABOVE and not said_authors and not (plan.op == "similar" and plan.ids) \
-            and not (plan.papers == "catalog" and plan.filters and (
+            and not (plan.papers == "catalog" and (plan.filters or plan.per_year) and (
                 plan.op == "count" and _COUNTS_PAPERS.search(text) or
                 # "accepted papers iclr 2026??": a list of the papers the filters admit
                 plan.op == "list" and not topics.has_topic(plan.query) or

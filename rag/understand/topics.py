@@ -16,7 +16,8 @@ _NO_TOPIC = frozenset("some few sever coupl pl pls plz plea pleas thank thx ty g
                       "accept conferenc index corpus iclr year public entri lol haha thx ok okai "
                       "um uh hmm confer each from size big larg review score averag mean rate "
                       "rater across both reject oral poster spotlight withdrawn withdraw decis "
-                      "iclr18 iclr26 time bigger smaller larger pool rough roughli approxim than s".split())
+                      "iclr18 iclr26 time bigger smaller larger pool rough roughli approxim than s factor differ differenc harder hard easier get into go up "
+                      "down percent percentag share".split())
 
 
 #: Stemmed words that name an aspect (:data:`rag.understand.plan.ASPECTS`) or point at what has one
@@ -58,6 +59,11 @@ _ONLY_A_YEAR = re.compile(r"^(?:the\s+)?(?:iclr[-\s]?)?(?:19|20)\d\d(?:\s+(?:pap
                           r"list|conference|edition|instead|too|as\s+well))?$", re.I)
 
 
+#: A subject that is only a decision ("posters", "the orals"): a filter, not a subject.
+_ONLY_A_TIER = re.compile(r"^(?:the\s+)?(?:orals?|posters?|spotlights?|rejected(?:\s+ones)?|"
+                          r"withdrawn(?:\s+ones)?|rejects|accepted(?:\s+ones)?)$", re.I)
+
+
 def new_subject(text: str) -> str | None:
     """The new subject of a turn that keeps the previous question and changes what it is asked
     of ("And for vision transformers?" -> ``vision transformers``), or None. A subject that
@@ -66,7 +72,7 @@ def new_subject(text: str) -> str | None:
     if not m:
         return None
     subject = m.group("s").strip()
-    if _POINTS_BACK.search(subject) or _ONLY_A_YEAR.match(subject):
+    if _POINTS_BACK.search(subject) or _ONLY_A_YEAR.match(subject) or _ONLY_A_TIER.match(subject):
         return None  # ("same for 2026": the previous question in another year, not a subject)
     return subject
 

@@ -46,8 +46,16 @@ _YEARS = re.compile(rf"(?<![\w.@/-])({_YEAR})(?![\w.@/-]*\d)")
 
 
 def years_said(text: str) -> list[int]:
-    """The four-digit years of ``text`` (1900-2099), in order, once each."""
-    return list(dict.fromkeys(int(y) for y in _YEARS.findall(text)))
+    """The years of ``text`` (1900-2099; "'18", "iclr26" as 2018 and 2026), in order, once
+    each."""
+    found = [(m.start(), int(m.group(1))) for m in _YEARS.finditer(text)]
+    found += [(m.start(), 2000 + int(m.group(1) or m.group(2)))
+              for m in _SHORT_YEARS.finditer(text)]
+    return list(dict.fromkeys(y for _, y in sorted(found)))
+
+
+#: A year by its last two digits: "'18", "’26", "iclr18".
+_SHORT_YEARS = re.compile(r"(?<![\w'’])['’]([0-3]\d)\b(?!['’])|\biclr[-_'’]?([0-3]\d)\b", re.I)
 
 
 #: "in total across both years", "altogether": one number, not one per year.
