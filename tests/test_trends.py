@@ -613,3 +613,17 @@ def test_a_count_of_a_tier_per_year_states_its_change_and_its_share_of_accepted(
     n18 = sum(1 for r in rows if r.get("year") == 2018 and r["status"] == "Oral")
     acc18 = sum(1 for r in rows if r.get("year") == 2018 and r["status"] in ("Oral", "Poster"))
     assert f"{100 * n18 / acc18:.1f}% in 2018 ({n18} of {acc18})" in ans.text
+
+
+def test_a_count_per_year_within_an_area_is_a_share_of_that_areas_papers():
+    from rag.conference.trends import catalog_trend
+    from rag.filters import Filters
+    from rag.types import Paper
+
+    papers = {pid: Paper(pid, pid, "x", status=s, year=2026, primary_area=a) for pid, s, a in [
+        ("a", "Accept (Poster)", "vision"), ("b", "Reject", "vision"), ("c", "Reject", "vision"),
+        ("d", "Accept (Oral)", "graphs"), ("e", "Accept (Poster)", "graphs")]}
+    papers["f"] = Paper("f", "f", "x", status="Oral", year=2018, primary_area="vision")
+    trend = catalog_trend(papers, Filters.parse(["status=accepted", "primary_area=vision"]),
+                          [2018, 2026])
+    assert [(r.year, r.n, r.total) for r in trend.rows] == [(2018, 1, 1), (2026, 1, 3)]

@@ -108,7 +108,8 @@ def outcome(trend: trends.Trend, retriever: Retriever, means: bool = False) -> O
     the rule, then up to :data:`SHOWN_PER_YEAR` example papers of each year as the hits; with
     ``means`` (a mean rating asked for) the first line gives each year's mean rating."""
     what = _what(trend)
-    noun = facets.describe_plural(trend.filters) if trend.filters and trend.topic else "papers"
+    noun = facets.describe_plural(trend.filters) if trend.filters and trend.topic else \
+        facets.describe_plural([f for f in trend.filters if not f.startswith(("status=", "rating"))])
     first = ", ".join(f"{trends.share_text(r)} in {r.year}" for r in trend.rows)
     if means:
         first = ", ".join(f"{r.mean_rating:.2f} in {r.year} ({r.n:,} papers)"

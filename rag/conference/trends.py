@@ -160,16 +160,21 @@ def _in_year(filters: Filters | None, year: int) -> Filters:
 
 def catalog_trend(papers: dict[str, Paper], filters: Filters | None,
                   years: Iterable[int]) -> Trend:
-    """Papers the ``filters`` admit in each of ``years``, out of all the year's papers.
+    """Papers the ``filters`` admit in each of ``years``, out of the year's papers in the same
+    part of the list: the filters other than a decision or a rating (an area, a keyword, an
+    author) make the total too ("the acceptance rate of the datasets and benchmarks area": its
+    accepted papers out of the area's, not out of every paper of the year).
 
     Raises:
         ValueError: ``filters`` hold a year (the years are the rows here).
     """
     if filters and "year" in filters.values:
         raise ValueError("a per-year count takes its years apart from its filters")
+    scope = Filters({k: v for k, v in filters.values.items() if k not in ("status", "rating")}) \
+        if filters else Filters()
     rows, ids = [], {}
     for y in sorted(set(years)):
-        every = facets.matching(papers, Filters.parse([f"year={y}"]))
+        every = facets.matching(papers, _in_year(scope or None, y))
         chosen = [p for p in every if not filters or filters.matches(p)]
         rows.append(YearRow(y, len(chosen), len(every), mean_rating(chosen)))
         ids[y] = [p.id for p in facets.by_rating(chosen)]

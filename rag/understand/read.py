@@ -207,7 +207,9 @@ def read_turn(text: str, context: TurnContext, reader: TurnReader, *, areas: Seq
         vocabulary: words the papers use, lower case: a surname that is one of them is read
             only when capitalised ("papers by Song", not "music made by song structure").
     """
-    text = respell_decisions(_PREAMBLE.sub("", text))  # "how many were rejectd"
+    # (a preamble keeps its years: "My advisor wants numbers on how picky ICLR 2018 was.")
+    text = respell_decisions(_PREAMBLE.sub(lambda m: "".join(
+        f"in {y}, " for y in re.findall(r"\b(?:19|20)\d\d\b", m.group(0))), text))  # "rejectd"
     found = find_slots(text, context, areas, names)
     x = reader.features([text], [context], [found])[0]
     probs = reader.probabilities(x)
