@@ -149,8 +149,7 @@ _COUNTS_PAPERS = re.compile(r"\b(?:how\s+many|number\s+of|count\s+of)\s+(?:\w+\s
                             r"\bhow\s+many\s+(?:\w+\s+){0,2}?(?:presentations|talks|decisions|"
                             r"withdrawals|rejects)\b|\b(?:orals?|posters?|spotlights?|withdrawn|"
                             r"rejected|rejects|accepted|submissions?|papers?)\s+(?:count|total|number)s?"
-                            r"\b|\baccept[ae]nce\s+(?:rates?|ratios?)\b|\bwhat\s+(?:percent(?:age)?|share|"
-                            r"fraction|proportion)\s+of\b|\btotal\s+(?:number\s+of\s+)?"
+                            r"\b|\baccept[ae]nce\s+(?:rates?|ratios?)\b|\btotal\s+(?:number\s+of\s+)?"
                             r"(?:submissions|papers)\b|\bsize\s+of\s+(?:the\s+|"
                             r"each\s+|both\s+)?(?:conferences?|iclr|years?|lists?)\b", re.I)
 #: A turn's preamble about why it asks ("For a slide:", "Quick one for my thesis intro:", "I'm
@@ -161,6 +160,8 @@ _PREAMBLE = re.compile(r"^\s*(?:(?:quick|one)\s+(?:one|question|q)\s+)?(?:for|i[
                        r"(?:an?\s+|my\s+|the\s+|some\s+)?(?:slides?|talk|blog(?:\s+post)?|post|thesis|"
                        r"report|presentation|article|survey|newsletter|intro\w*|numbers?|lecture|"
                        r"review)\b[^:.?!]{0,80}[:.!—–-]\s+(?=\S)", re.I)
+#: "what percent of", "what share of": a share of the list's papers.
+_SHARE_OF = re.compile(r"\bwhat\s+(?:percent(?:age)?|share|fraction|proportion)\s+of\b", re.I)
 #: A person's papers pointed back at ("how many of his papers were rejected?", "her orals").
 _HIS_PAPERS = re.compile(r"\b(?:his|her)\s+(?:\w+\s+)?(?:papers?|works?|submissions?|orals?|"
                          r"posters?|ones)\b", re.I)
@@ -279,8 +280,12 @@ def read_turn(text: str, context: TurnContext, reader: TurnReader, *, areas: Seq
     if out >= OUTSIDE_ABOVE and not said_authors and not (plan.op == "similar" and plan.ids) \
             and not (plan.papers == "catalog" and (plan.filters or plan.per_year) and (
                 plan.op == "count" and _COUNTS_PAPERS.search(text) or
-                # "accepted papers iclr 2026??": a list of the papers the filters admit
-                plan.op == "list" and not topics.has_topic(plan.query) or
+                # "what percent of 2018 submissions got a workshop invitation?", "accepted papers
+                # iclr 2026??": a share or a list of the papers the filters admit, nothing else
+                # said ("what share of accepted papers come from Chinese institutions?" is)
+                plan.op in ("count", "list") and not topics.has_topic(plan.query) and
+                (plan.op == "list" or _SHARE_OF.search(text)) and
+                not any(f.startswith("author=") for f in plan.filters) or
                 plan.op in ("extreme", "sort") and found.orders_by_rating)) \
             and not (plan.papers == "search" and _HAD_ON.search(text)):
         # (a paper's neighbours are always in the list: "any 2026 follow-ups to <title>?"; so
