@@ -627,3 +627,17 @@ def test_a_count_per_year_within_an_area_is_a_share_of_that_areas_papers():
     trend = catalog_trend(papers, Filters.parse(["status=accepted", "primary_area=vision"]),
                           [2018, 2026])
     assert [(r.year, r.n, r.total) for r in trend.rows] == [(2018, 1, 1), (2026, 1, 3)]
+
+
+def test_a_decision_counted_after_an_authors_list_is_counted_among_their_papers(two_years,
+                                                                               scripted):
+    from rag.understand.history import turn_after
+
+    settings, retriever, rows = two_years
+    first = ask("what did ada lovelace submit?", settings, retriever, scripted)
+    ans = ask("how many were orals?", settings, retriever, scripted, [turn_after(first)])
+    theirs = [rows[i] for i, names in AUTHORS.items() if "Ada Lovelace" in names]
+    assert "author=Ada Lovelace" in ans.filters_applied
+    assert ans.text.startswith(f"{sum(r['status'] == 'Oral' for r in theirs)} of the ")
+    whole = ask("how many orals overall?", settings, retriever, scripted, [turn_after(first)])
+    assert not any(f.startswith("author=") for f in whole.filters_applied)

@@ -36,7 +36,7 @@ def resolve_refine(plan: Plan, history: Sequence[Turn], areas: Sequence[str] = (
     from rag.understand.rating_order import ascending
 
     if plan.op != "refine":
-        return _that_year(plan, history)
+        return _their_author(_that_year(plan, history), history)
     prev = history[-1] if history else None
     if prev is None:
         return replace(plan, op="survey")
@@ -127,6 +127,25 @@ def _that_year(plan: Plan, history: Sequence[Turn]) -> Plan:
         return plan
     years = [f for f in Plan.from_json(history[-1].plan).filters if f.startswith("year=")]
     return replace(plan, filters=plan.filters + years) if years else plan
+
+
+#: Words that ask of the whole list, not of the previous answer's author ("in total", "overall").
+_WHOLE_LIST = re.compile(r"\b(?:overall|in\s+total|altogether|whole|entire|every|all\s+(?:the\s+)?"
+                         r"(?:papers|submissions)|the\s+(?:index|list|conference)|at\s+iclr)\b", re.I)
+
+
+def _their_author(plan: Plan, history: Sequence[Turn]) -> Plan:
+    """``plan`` with the previous turn's author filters when it counts or lists the catalog by
+    a decision and names no author, topic or whole list of its own ("what did yoshua bengio
+    submit?" then "how many were rejected?": his rejected papers, not every rejected paper)."""
+    if not history or not history[-1].plan or plan.papers != "catalog" or \
+            plan.op not in ("count", "list", "sort", "extreme") or \
+            any(f.startswith("author=") for f in plan.filters) or \
+            not any(f.startswith("status=") for f in plan.filters) or \
+            _WHOLE_LIST.search(plan.said or "") or plan.per_year:
+        return plan
+    authors = [f for f in Plan.from_json(history[-1].plan).filters if f.startswith("author=")]
+    return replace(plan, filters=plan.filters + authors) if authors else plan
 
 
 #: A new subject that only names an end of the rating order ("the lowest", "worst one").

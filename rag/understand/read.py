@@ -250,7 +250,7 @@ def read_turn(text: str, context: TurnContext, reader: TurnReader, *, areas: Seq
         f.startswith("author=") for f in plan.filters) else []
     if authors and not said_authors and not any(f.startswith("author=") for f in plan.filters):
         said_authors = surnames_said(text, surname_index(authors), vocabulary)  # "Levine et al."
-    if said_authors and op != "refine":
+    if said_authors:  # ("what about dawn song, any orals?": another author, a question of its own)
         apply_authors(plan, text, said_authors)
     elif op != "refine" and any(f.startswith("author=") for f in plan.filters):
         # read by the filter words ("papers by Yoshua Bengio"): the same cleanup of the topic
