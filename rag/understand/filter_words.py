@@ -119,6 +119,8 @@ _STATUS_ASKED = re.compile(r"(?<!\w)(?:(?:is|was|are|were)\s+(?:it|that|this|the
 _TIERS_LISTED = re.compile(r"\b(orals?|spotlights?|posters?)\s*(?:\+|&|,|\band\b|\bor\b|"
                            r"\bplus\b)\s*(?:the\s+)?(orals?|spotlights?|posters?)\b(?!\s+(?:counts?|"
                            r"breakdown|split|ratio|numbers?|per|each|vs|versus)\b)", re.I)
+#: A year said by its last two digits ("in '18", "ICLR ’26", "iclr18"): group 1 or 2.
+SHORT_YEAR = re.compile(r"(?<![\w'’])['’]([0-3]\d)\b(?!['’])|\biclr[-_'’]?([0-3]\d)\b", re.I)
 _TIER_WORD = {"not accepted": "rejected", "in": "accepted", "accept": "accepted",
               "withdrawals": "withdrawn", "accepting": "accepted", "rejecting": "rejected",
               "oral": "oral", "orals": "oral", "spotlight": "spotlight", "spotlights": "spotlight",

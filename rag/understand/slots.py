@@ -34,7 +34,8 @@ from typing import Sequence
 from rag.filters import FilterError, Filters
 from rag.understand.area_words import (TRACK_VERB, _AREA, _AREA_END, _AREA_NAMED, _AREA_PAPERS,
                                        _IN_AREA, _content_words, match_area)
-from rag.understand.filter_words import (MAX_AUTHOR_CHARS, _AFTER_THRESHOLD, _AUTHOR,
+from rag.understand.filter_words import (MAX_AUTHOR_CHARS, SHORT_YEAR, _AFTER_THRESHOLD,
+                                         _AUTHOR,
                                          _AUTHOR_LOWER, _AUTHOR_OWNER, _BARE_RATING, _DROP_OPS,
                                          _DROP_RATING, _GOT_RATING, _ONLY_RATING, _OPS, _PLUS,
                                          _RATING, _RATING_AVERAGE, _RATING_WORD, _SIDED, _SORT,
@@ -137,8 +138,6 @@ _YEAR_OWNERS = frozenset("iclr in from since of for at before after during and o
                          "list show find give some are were vs versus".split())
 
 
-#: A year said by its last two digits after an apostrophe ("in '18", "ICLR ’26").
-_SHORT_YEAR = re.compile(r"(?<![\w'’])['’]([0-3]\d)\b(?!['’])|\biclr[-_'’]?([0-3]\d)\b", re.I)
 #: Decisions said as included in a total, not as a filter ("counting rejected and withdrawn",
 #: "including the withdrawn ones").
 _COUNTING = re.compile(r"\b(?:counting|including|incl\.?|inclusive\s+of)\s+(?:the\s+|all\s+)?"
@@ -253,7 +252,7 @@ def read_filters(question: str, *, areas: Sequence[str] = ()) -> FilterSlots:
             take(m, "rating", f">={m.group(1)}")
     for m in _GLUED_YEAR.finditer(question):  # "iclr2018", "ICLR-2026"
         take(m, "year", m.group(1))
-    for m in _SHORT_YEAR.finditer(question):  # "orals in '18", "iclr18", "ICLR-26"
+    for m in SHORT_YEAR.finditer(question):  # "orals in '18", "iclr18", "ICLR-26"
         take(m, "year", "20" + (m.group(1) or m.group(2)))
     for m in _YEAR.finditer(question):
         before = re.search(r"([A-Za-z][\w-]*)\s*$", question[:m.start()])

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import re
 
+from rag.understand.filter_words import SHORT_YEAR
+
 _YEAR = r"(?:19|20)\d\d"
 #: A breakdown asked in so many words.
 _PER_YEAR = re.compile(
@@ -50,12 +52,11 @@ def years_said(text: str) -> list[int]:
     each."""
     found = [(m.start(), int(m.group(1))) for m in _YEARS.finditer(text)]
     found += [(m.start(), 2000 + int(m.group(1) or m.group(2)))
-              for m in _SHORT_YEARS.finditer(text)]
+              for m in SHORT_YEAR.finditer(text)]
     return list(dict.fromkeys(y for _, y in sorted(found)))
 
 
-#: A year by its last two digits: "'18", "’26", "iclr18".
-_SHORT_YEARS = re.compile(r"(?<![\w'’])['’]([0-3]\d)\b(?!['’])|\biclr[-_'’]?([0-3]\d)\b", re.I)
+
 
 
 #: "in total across both years", "altogether": one number, not one per year.
