@@ -63,6 +63,8 @@ def _count(plan: Plan, sel: Selection, retriever: Retriever) -> Outcome:
     from rag.compose.refusal import MIN_DENSE
 
     hits = sel.hits
+    if plan.by_decision:
+        return _by_decision(plan, sel, retriever)
     if sel.searched and has_topic(plan.query):
         topic = plan.topic or plan.query
         total = len(facets.matching(retriever.papers, sel.filters or None))
@@ -100,6 +102,34 @@ def _count(plan: Plan, sel: Selection, retriever: Retriever) -> Outcome:
     if len(listed) > len(new_hits):
         out.append(heading(f"… and {len(listed) - len(new_hits):,} more."))
     return Outcome(out, "count", new_hits)
+
+
+def _by_decision(plan: Plan, sel: Selection, retriever: Retriever) -> Outcome:
+    """A count per decision of the selected papers (every paper the filters admit for a
+    catalog reading, else the papers in hand), then the first by rating as the hits."""
+    from rag.conference import decisions
+
+    if sel.every is not None:
+        chosen = facets.matching(retriever.papers, sel.filters or None)
+        what = f"papers match {facets.describe(sel.filters)}" if sel.filters else \
+            "papers in this index"
+    else:
+        chosen = [h.paper for h in sel.hits]
+        what = f"papers of {sel.scope}" if sel.scope else "papers"
+    if not chosen:
+        return Outcome([note(f"0 papers. No paper in this index matches "
+                             f"{facets.describe(sel.filters)}.")], "count", [])
+    out = decisions.breakdown({"all": chosen}, what)
+    share = facets.year_share(retriever.papers, sel.filters, len(chosen)) \
+        if sel.every is not None else ""
+    if share:
+        out.insert(1, direct(share, []))
+    listed = _as_hits(facets.by_rating(chosen)[:facets.LISTED])
+    rated = any(h.paper.rating for h in listed)
+    out.append(heading(f"The first {len(listed)} by mean reviewer rating:" if rated else
+                       f"The first {len(listed)} in list order:"))
+    out += [facets.rated_item(h, i, None) for i, h in enumerate(listed, start=1)]
+    return Outcome(out, "count", listed)
 
 
 def _on_topic(plan: Plan, sel: Selection, retriever: Retriever):

@@ -80,10 +80,34 @@ def run(plan: Plan, sel: Selection, retriever: Retriever) -> Outcome | None:
         if sel.filters else sel.filters
     if plan.op == "extreme":
         return _extremes(plan, filters, years, retriever)
+    if plan.by_decision:
+        return _by_decision(filters, years, retriever)
     topic = plan.topic if sel.searched and has_topic(plan.topic or "") else ""
     trend = trends.topic_trend(retriever, topic, filters or None, years) if topic else \
         trends.catalog_trend(retriever.papers, filters or None, years)
     return outcome(trend, retriever, means=plan.mean_rating)
+
+
+def _by_decision(filters, years: list[int], retriever: Retriever) -> Outcome:
+    """A count per decision in each of ``years`` among the papers ``filters`` admit (a table
+    of decision by year, :func:`rag.conference.decisions.breakdown`), the best-rated papers of
+    each year as the hits."""
+    from rag.conference import decisions
+
+    groups = {str(y): facets.matching(retriever.papers, Filters.parse([f"year={y}"])
+                                      .merged(filters or None)) for y in years}
+    what = facets.describe_plural(filters.as_strings()) if filters else "papers"
+    out = decisions.breakdown(groups, what)
+    hits = []
+    for y in reversed(years):
+        chosen = facets.by_rating(groups[str(y)])[:SHOWN_PER_YEAR]
+        if not chosen:
+            continue
+        start = len(hits) + 1
+        hits += _as_hits(chosen, 1.0 - len(hits) / 100)
+        out.append(heading(f"{y}, the {len(chosen)} best rated:"))
+        out += [facets.rated_item(h, n, None) for n, h in enumerate(hits[start - 1:], start)]
+    return Outcome(out, "count", hits, about=list(range(1, len(hits) + 1)))
 
 
 def rule_text(trend: trends.Trend) -> str:

@@ -119,6 +119,41 @@ _STATUS_ASKED = re.compile(r"(?<!\w)(?:(?:is|was|are|were)\s+(?:it|that|this|the
 _TIERS_LISTED = re.compile(r"\b(orals?|spotlights?|posters?)\s*(?:\+|&|,|\band\b|\bor\b|"
                            r"\bplus\b)\s*(?:the\s+)?(orals?|spotlights?|posters?)\b(?!\s+(?:counts?|"
                            r"breakdown|split|ratio|numbers?|per|each|vs|versus)\b)", re.I)
+#: A decision word of a breakdown ("orals, posters, rejects, workshop").
+_DECISION_ITEM = (r"(?:orals?|spotlights?|posters?|rejects?|rejected|rejections?|withdrawn|"
+                  r"withdrawals?|workshop(?:\s+(?:track|invit\w*|papers?))?|accepted|accepts?)")
+#: A count asked per decision: "break 2018 down by decision", "how many papers per decision?",
+#: "decision breakdown", "orals, posters, rejects and withdrawn in 2018?" (three or more
+#: decisions named together: a breakdown; two are a filter, :data:`_TIERS_LISTED`).
+_BY_DECISION = re.compile(
+    r"\b(?:by|per|each|every|for\s+each|across|split\s+(?:up\s+)?by|grouped\s+by)\s+"
+    r"(?:the\s+)?(?:decision|status|outcome|tier|verdict)(?:\s+(?:type|category|kind))?s?\b|"
+    r"\b(?:decision|status|outcome)[-\s]+(?:breakdown|split|distribution|counts?|totals?|"
+    r"numbers?|mix|tally|shares?)\b|"
+    r"\b(?:breakdown|distribution|split|tally)\s+of\s+(?:the\s+)?(?:decisions|statuses|"
+    r"outcomes)\b|"
+    rf"\b{_DECISION_ITEM}(?:\s*(?:,|/|&|\+|\band\b|\bvs\.?|\bversus\b)\s*(?:the\s+|and\s+)?"
+    rf"{_DECISION_ITEM}\b){{2,}}", re.I)
+
+
+def asks_by_decision(text: str) -> bool:
+    """True when ``text`` asks for counts per decision (:data:`_BY_DECISION`): the answer is a
+    table of the decisions and their counts, not one count of the decisions merged."""
+    return bool(_BY_DECISION.search(text))
+
+
+_BREAK_DOWN = re.compile(r"\bbreak(?:ing)?\s+(?:\w+\s+){0,3}?down\b|\bbreakdown\b|\bsplit\b|"
+                         r"\b(?:counts?|numbers?|totals?)\b", re.I)
+
+
+def without_decisions(text: str) -> str:
+    """``text`` without the words of a breakdown by decision (:data:`_BY_DECISION`, decision
+    words, "break down", "counts"): what is left names a topic or nothing."""
+    text = _BY_DECISION.sub(" ", text)
+    return re.sub(r"\s+", " ", _BREAK_DOWN.sub(" ", re.sub(rf"\b{_DECISION_ITEM}\b", " ", text,
+                                                             flags=re.I))).strip()
+
+
 #: A year said by its last two digits ("in '18", "ICLR ’26", "iclr18"): group 1 or 2.
 SHORT_YEAR = re.compile(r"(?<![\w'’])['’]([0-3]\d)\b(?!['’])|\biclr[-_'’]?([0-3]\d)\b", re.I)
 _TIER_WORD = {"not accepted": "rejected", "in": "accepted", "accept": "accepted",

@@ -104,6 +104,10 @@ class Plan:
     #: A count per year that states each year's mean reviewer rating ("average rating per
     #: year?").
     mean_rating: bool = False
+    #: A count given per decision ("break 2018 down by decision", "orals, posters, rejects and
+    #: withdrawn per year?"): a table of every decision's count within the filters, which then
+    #: hold no decision (:func:`rag.understand.filter_words.asks_by_decision`).
+    by_decision: bool = False
 
     def __post_init__(self) -> None:
         if self.papers not in PAPERS:

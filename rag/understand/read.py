@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Mapping, Sequence
 
 from rag.understand import rating_order, topics, years
 from rag.understand.years import apply_per_year
-from rag.understand.filter_words import respell_decisions
+from rag.understand.filter_words import asks_by_decision, respell_decisions, without_decisions
 from rag.filters import fold, name_core
 from rag.understand.authors import (apply_authors, authors_said, join_coauthors, joined_names,
                                     name_spans, surname_index, surnames_said)
@@ -240,12 +240,29 @@ def read_turn(text: str, context: TurnContext, reader: TurnReader, *, areas: Seq
             years.years_said(text):
         # "which 2018 papers does Difference-Based Graph Attention Networks build on?"
         papers, op = "named", "similar"
+    elif op != "similar" and _SIMILAR_TO.search(text) and len(set(years.years_said(text))) >= 2 \
+            and not years.asks_per_year(text):
+        # "2026 papers similar to Graph Attention Networks from 2018": a paper of one year
+        # searched by its words, then its neighbours in the other
+        papers, op = "search", "similar"
+    if context.order and _OTHER_END.fullmatch(text) and not found.filters.filters:
+        # "and the lowest rated one?" after the best-rated paper of a filter: the same papers'
+        # other end (rag.chat.refine.resolve_refine), not the whole list's
+        plan = Plan(papers="search", op="refine", topic=_OTHER_END.fullmatch(text).group(1),
+                    query=text, said=text, confidence=round(best_p / total, 4) if total else 1.0)
+        return plan
     # (a refine's aspect is kept for the question it changes: "and what metrics?" after the
     # datasets of X asks for the metrics of X; see rag.chat.refine.resolve_refine)
     aspect = max(probs["aspect"], key=probs["aspect"].get) \
         if op in _ASPECT_OPS or op == "refine" else ""
     plan = assemble(text, papers, op, aspect, found, context,
                     confidence=best_p / total if total else 0.0)
+    if op == "similar" and papers == "search":
+        m = _SIMILAR_TO.search(plan.query)
+        if m and topics.has_topic(plan.query[m.end():]):
+            words = re.sub(r"\(\s*(?:iclr)?\s*\)|\b(?:from|in|at|of)\s+(?:iclr\s*)?$", " ",
+                           plan.query[m.end():].strip(" ?.!,"), flags=re.I)
+            plan.query = plan.topic = words.strip(" ?.!,")  # the paper's words
     said_authors = authors_said(text, authors) if authors and not any(
         f.startswith("author=") for f in plan.filters) else []
     if authors and not said_authors and not any(f.startswith("author=") for f in plan.filters):
@@ -276,8 +293,18 @@ def read_turn(text: str, context: TurnContext, reader: TurnReader, *, areas: Seq
         # (a turn with a topic of its own is a new question, not the previous one changed:
         # "how did interest in X change since 2018?" after "orals?")
         apply_per_year(plan, text, found, context)
+    if asks_by_decision(text) and plan.op not in ("similar", "compare", "cite") and \
+            plan.papers in ("catalog", "search", "previous") and (
+                plan.papers != "search" or not topics.has_topic(without_decisions(plan.query))):
+        # "break 2018 down by decision", "orals, posters, rejects and withdrawn per year?": a
+        # count per decision, not one count of the decisions merged
+        plan.by_decision, plan.op, plan.n, plan.order = True, "count", None, ""
+        plan.filters = [f for f in plan.filters if not f.startswith("status=")]
+        if plan.papers == "search":
+            plan.papers, plan.topic = "catalog", ""
     out = probs.get("scope", {}).get("out", 0.0)
     if out >= OUTSIDE_ABOVE and not said_authors and not (plan.op == "similar" and plan.ids) \
+            and not plan.by_decision \
             and not (plan.papers == "catalog" and (plan.filters or plan.per_year) and (
                 plan.op == "count" and _COUNTS_PAPERS.search(text) or
                 # "what percent of 2018 submissions got a workshop invitation?", "accepted papers
@@ -297,6 +324,15 @@ def read_turn(text: str, context: TurnContext, reader: TurnReader, *, areas: Seq
     return plan
 
 
+#: "similar to", "closest to", "like": what a turn asks a paper's neighbours with.
+_SIMILAR_TO = re.compile(r"\b(?:(?:most\s+)?similar|closest|close|nearest|related|akin)\s+to\b|"
+                         r"\b(?:resembling|most\s+like|papers\s+like|works?\s+like)\b", re.I)
+#: "and the lowest rated one?", "what about the worst?": the other end of a rating order, no
+#: more (group 1: the order's words).
+_OTHER_END = re.compile(r"\W*(?:(?:and|so|ok(?:ay)?|now|then|what\s+about|how\s+about)\W+)+"
+                        r"(?:for\s+)?((?:the\s+)?(?:very\s+)?(?:best|worst|top|highest|lowest|"
+                        r"bottom|least|weakest|strongest)(?:[-\s]+(?:rated|scored|scoring|"
+                        r"reviewed|one|ones|paper|papers))*)\W*", re.I)
 #: Probability of the scope head's "out" at or above which a turn is read as asking what the
 #: list cannot say (:attr:`rag.understand.plan.Plan.outside`). Chosen by 4-fold cross-validation on the
 #: tune part of the scope and plan turns, so that an in-scope turn is almost never refused:
@@ -406,10 +442,20 @@ def understand(question: str, history: Sequence[Turn], retriever: Retriever,
                reader: TurnReader) -> Plan:
     """The :class:`Plan` of ``question`` after ``history``, read against ``retriever``'s index
     (its areas and its papers' names)."""
+    from rag.understand.spelling import respell, respelt_note
+
     authors = index_authors(retriever)  # (the vocabulary is read only for a list with authors)
-    return read_turn(question, context_from(history), reader, areas=retriever.area_names(),
+    plan = read_turn(question, context_from(history), reader, areas=retriever.area_names(),
                      names=retriever.name_index(), authors=authors,
                      vocabulary=_vocabulary(retriever) if authors else frozenset())
+    if plan.papers == "search" and not plan.outside and (plan.query or plan.topic):
+        # "how did difusion models change since 2018?": the papers' word, said so
+        query, changes = respell(plan.query, retriever)
+        if changes:
+            plan.query = query
+            plan.topic = respell(plan.topic, retriever)[0]
+            plan.notes = plan.notes + [respelt_note(changes)]
+    return plan
 
 
 def _vocabulary(retriever: Retriever) -> set[str] | frozenset[str]:
