@@ -33,7 +33,7 @@ def resolve_refine(plan: Plan, history: Sequence[Turn], areas: Sequence[str] = (
     of the index's two ``years`` the previous plan did not filter on. Other plans are returned
     as they are."""
     from rag.understand.area_words import match_area
-    from rag.understand.rating_order import ascending
+    from rag.understand.rating_order import ascending, orders_by_rating
 
     if plan.op != "refine":
         return _their_author(_that_year(plan, history), history)
@@ -108,7 +108,11 @@ def resolve_refine(plan: Plan, history: Sequence[Turn], areas: Sequence[str] = (
     fields = {re.split(r"[=<>]", f)[0] for f in said}
     filters = list(dict.fromkeys([f for f in base.filters
                                   if re.split(r"[=<>]", f)[0] not in fields] + said))
-    return replace(base, papers=papers, query=query, topic=subject or base.topic,
+    order = base.order
+    if base.op in ("sort", "extreme") and orders_by_rating(plan.said or ""):
+        # "and the lowest rated 2026 oral?" after the highest rated 2018 oral: the other end
+        order = "rating_asc" if ascending(plan.said) else "rating_desc"
+    return replace(base, papers=papers, query=query, topic=subject or base.topic, order=order,
                    subject=subject or earlier, filters=filters, positions=[], ids=[],
                    confidence=plan.confidence, said=plan.said, notes=plan.notes,
                    dropped=plan.dropped)
