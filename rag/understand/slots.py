@@ -380,6 +380,12 @@ _DANGLING = re.compile(r"(?:\s+|^)(?:and|or|with|that|which|are|were|was|is|in|f
                        r"by|at|among|as|an?|got|been|have|has)\s*([?.!]?)$", re.I)
 
 
+#: What a filter word cut from the end of a turn leaves of its frame: "among papers only",
+#: "(of the) papers only", "only".
+_LEFT_FRAME = re.compile(r"[,;]?\s*(?:\b(?:among|of|from|within|in|for)\s+(?:the\s+|those\s+|all\s+)?"
+                         r"(?:papers|submissions|ones)(?:\s+only)?|\bonly)\s*([?.!]?)$", re.I)
+
+
 def _searched(question: str, spans: list[tuple[int, int]]) -> str:
     """The words of ``question`` that are searched: without ``spans`` (:func:`_without`), a
     first-person lead (:data:`_SELF_LEAD`, anchored at the start: only a lead goes) or a
@@ -403,4 +409,5 @@ def _without(text: str, spans: list[tuple[int, int]]) -> str:
     out = re.sub(r"^[,;:]\s*", "", out)
     while _DANGLING.search(out):
         out = _DANGLING.sub(r"\1", out).strip()
-    return out
+    # "graph neural nets, among accepted papers only" less "accepted": the frame it sat in too
+    return _LEFT_FRAME.sub(r"\1", out).strip() or out
