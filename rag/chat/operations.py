@@ -244,8 +244,20 @@ def _target_filters(plan: Plan, used: Filters) -> Filters:
     of a "similar" plan, whose years are the neighbours' ("which 2018 papers are closest to
     StepORLM?": StepORLM is a 2026 paper)."""
     if plan.op == "similar" and "year" in used.values:
-        return used.without([f"year={y}" for y in used.values["year"]])
+        kept = used.without([f"year={y}" for y in used.values["year"]])
+        m = _TARGET_YEAR.search(plan.said or "")
+        if m and len(used.values["year"]) > 1 and m.group(1) in used.values["year"]:
+            # "2026 papers similar to Graph Attention Networks from 2018": that paper is of 2018
+            return Filters.parse([f"year={m.group(1)}"]).merged(kept or None)
+        return kept
     return used
+
+
+#: The year of the paper a "similar" turn names, said after it ("... similar to Graph Attention
+#: Networks from 2018", "... like X (ICLR 2018)"): group 1.
+_TARGET_YEAR = re.compile(r"\b(?:similar|closest|close|nearest|related|akin|like|resembling)\b"
+                          r".*?(?:\b(?:from|in|at|of)\s+(?:iclr\s*)?|\(\s*(?:iclr\s*)?)"
+                          r"((?:19|20)\d\d)\b", re.I)
 
 
 def _years_held(retriever: Retriever) -> int:
