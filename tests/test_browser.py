@@ -919,6 +919,15 @@ def test_trends_tab_charts_a_count_per_year_and_a_topic_against_the_catalog(watc
                            timeout=30_000)  # the tab opens with the chart's update
     table = page.inner_text("#pc-trend-numbers")
     assert all(str(totals[y]) in table for y in totals), table
+    # the answer's own per-year table is a table in the chat, not "| year | ..." as text
+    rows = page.evaluate("() => [...document.querySelectorAll('#pc-chat table tr')]"
+                         ".map(r => [...r.querySelectorAll('th, td')].map(c => c.textContent"
+                         ".trim()))")
+    by_year = {r[0]: r for r in rows if r and r[0].isdigit()}
+    assert sorted(by_year) == [str(y) for y in sorted(totals)], rows
+    assert all(by_year[str(y)][1] == str(orals[y]) and by_year[str(y)][2] == f"{totals[y]:,}"
+               for y in totals), rows
+    assert "| year |" not in page.inner_text("#pc-chat")
 
     # a topic typed in: its share per year, out of the same per-year totals
     page.fill("#pc-trend-topic textarea, #pc-trend-topic input", "reinforcement learning")

@@ -175,6 +175,25 @@ def test_a_cite_answer_shows_its_entries_as_a_code_block_not_escaped_nor_folded(
     assert streamed.endswith(render.CURSOR) and '<a class="pc-cite" href="#card-2"' in streamed
 
 
+def test_a_count_per_years_table_is_a_markdown_block_of_its_own_between_its_notes():
+    hits = [Hit(paper("a", "Sparse"), 0.3)]
+    table = ("| year | orals | papers that year | share |\n|---:|---:|---:|---:|\n"
+             "| 2018 | 23 | 995 | 2.3% |\n| 2026 | 224 | 19,630 | 1.1% |")
+    ans = Answer("orals per year", "orals per year", "t", [], hits, kind="count", sentences=[
+        AnswerSentence("Orals per year: 23 of 995 in 2018, 224 of 19,630 in 2026.", [],
+                       kind="direct"),
+        AnswerSentence("Before the table.", [], kind="note", support=1.0),
+        AnswerSentence(table, [], kind="note", support=1.0),
+        AnswerSentence("The share fell.", [], kind="note", support=1.0)])
+    out = render.answer_markdown(ans)
+    assert "\n\n" + table + "\n\n" in out  # its lines kept, a block of its own
+    assert '<p class="pc-note-line">| year' not in out
+    assert out.index("Before the table.") < out.index(table) < out.index("The share fell.")
+    assert render.is_markdown_table(table)
+    assert not render.is_markdown_table("| a | b |")  # one row: no table
+    assert not render.is_markdown_table("| year | n |\nplain text")
+
+
 # --- the map's region labels ------------------------------------------------------------------
 def test_region_labels_are_named_by_their_size_for_the_browsers_placement():
     import numpy as np

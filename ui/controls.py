@@ -23,7 +23,8 @@ LOG = logging.getLogger("paperchat.ui")
 
 #: Status filter choices (label, value); values are ``Filters`` status words.
 STATUS_CHOICES = [("Any status", "any"), ("Accepted", "accepted"), ("Oral", "oral"),
-                  ("Spotlight", "spotlight"), ("Poster", "poster")]
+                  ("Spotlight", "spotlight"), ("Poster", "poster"), ("Rejected", "rejected"),
+                  ("Withdrawn", "withdrawn")]
 ANY = "any"
 #: Answer modes the UI and ``/ask`` take (:data:`rag.chat.answer.MODES` plus ``auto``).
 ANSWER_MODES = ("auto",) + MODES

@@ -232,8 +232,29 @@ def answer_blocks(answer: Answer) -> list[str]:
         elif kind == "item":
             blocks.append(f'<ul class="pc-items">{"".join(html_of(s) for s in group)}</ul>')
         else:
-            blocks.append(" ".join(html_of(s) for s in group))
+            run: list[str] = []
+            for s in group:
+                if s.kind == "note" and is_markdown_table(s.text):
+                    # a count per year's or per decision's table: Markdown of its own block
+                    # (flattened into a paragraph it showed as raw "| year | ..." text)
+                    if run:
+                        blocks.append(" ".join(run))
+                        run = []
+                    blocks.append(link_markers(_text(s.text.strip()), hits))
+                else:
+                    run.append(html_of(s))
+            if run:
+                blocks.append(" ".join(run))
     return blocks
+
+
+def is_markdown_table(text: str) -> bool:
+    """True when ``text`` is a Markdown table: two or more lines, each a row ``| ... |``, the
+    second a delimiter row (``|---|---:|``)."""
+    lines = text.strip().splitlines()
+    return len(lines) >= 2 and all(ln.strip().startswith("|") and ln.strip().endswith("|")
+                                   for ln in lines) and \
+        bool(re.fullmatch(r"\|(?:\s*:?-{3,}:?\s*\|)+", lines[1].strip()))
 
 
 def answer_markdown(answer: Answer, threshold: float = 0.5) -> str:
