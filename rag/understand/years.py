@@ -96,7 +96,9 @@ _FRAME = re.compile(
     rf"editions)\b|\bthrough\s+the\s+years\b|\bsince\s+(?:{_YEAR}|then)\b|\b(?:from|between)\s+"
     rf"(?:{_YEAR})?\s*(?:to|and|till|until|through)\s+(?:{_YEAR}|now|today)?\b|"
     rf"\b(?:in|of|for)\s+both\s+years\b|\bbetween\s+and\b|\bfrom\s+to\b|"
-    rf"\b(?:between\s+|in\s+|across\s+|over\s+)?(?:the|both)\s+(?:two\s+)?years\b|"
+    rf"\b(?:between\s+|in\s+|across\s+|over\s+)?(?:the|both)\s+(?:two\s+)?(?:years|lists|"
+    rf"conferences|editions)\b|\b(?:go|went|gone|going)\s+up\s+or\s+down\b|\bup\s+or\s+down\b|"
+    rf"\bin\s+counts?\b|\bcounts?\s+(?:and|&)\s+shares?\b|"
     rf"\b(?:since|after)\s+(?:{_YEAR})?\b|\bmore\s+or\s+less\b|\b(?:as\s+)?(?:a\s+)?"
     rf"(?:share|proportion|fraction|percentage)\s+of\s+(?:(?:all|the|each|that)\s+)?(?:year'?s?\s+)?"
     rf"(?:papers?|submissions?|works?|accepted\s+papers?)?\b|\b(?:in\s+)?(?:{_YEAR}|now|today|"
@@ -120,7 +122,8 @@ _EDGE = frozenset("""how did does do has have had is are was were what what's wh
     became anymore nowadays still so really actually submitted published orals posters
     spotlights rated all part bigger smaller larger big small hot hotter did die died dying dead
     out fade faded shrinking shrink declining rising falling booming fading taking off rise
-    growing dropped declined increased decreased risen fallen changed shrunk""".split())
+    growing dropped declined increased decreased risen fallen changed shrunk with go going
+    common popular please pls too give as""".split())
 
 
 #: Field acronyms a per-year topic is said by alone, spelled out: a count by meaning or by
@@ -154,9 +157,30 @@ def trend_topic(query: str) -> str:
     "share of papers on graph neural networks per year" -> "graph neural networks"; a topic
     that is a field acronym alone is spelled out: "RL" -> "reinforcement learning",
     :data:`ACRONYMS`); ``""`` when nothing is left (a count of the catalog per year)."""
+    from rag.understand.topics import has_topic
+
+    s = _ICLR.sub(" ", _PAREN.sub(" ", query))
+    clauses = [c for c in _CLAUSE.split(s) if c and c.strip()]
+    if len(clauses) > 1:
+        # "Has LSTM / RNN research shrunk? Compare iclr18 and iclr26 counts and shares.": the
+        # first sentence that names a topic
+        for clause in clauses:
+            topic = _clause_topic(clause)
+            if topic and has_topic(topic):
+                return topic
+    return _clause_topic(s)
+
+
+#: "ICLR", "ICLR-26", "iclr18": the conference's name, never a topic's word.
+_ICLR = re.compile(r"\biclr(?:[-\s'’]*\d{2,4})?\b", re.I)
+#: The end of a sentence or a question in a turn.
+_CLAUSE = re.compile(r"[?!;]+|\.(?=\s|$)")
+
+
+def _clause_topic(s: str) -> str:
+    """:func:`trend_topic` of one sentence."""
     from rag.understand.topics import count_topic, has_topic
 
-    s = _PAREN.sub(" ", query)
     head = _DASH.split(s)
     if len(head) > 1 and has_topic(head[0]):
         s = head[0]  # "RNN and LSTM papers per year - did they die out?"
