@@ -67,15 +67,29 @@ def fold(text: str) -> str:
     return " ".join(bare.casefold().split())
 
 
+#: Letters a shortened first name has at least, to name the same person as the long one.
+SHORT_FIRST_NAME = 5
+
+
 def author_matches(wanted: str, name: str) -> bool:
     """True when ``wanted`` equals the author ``name`` or is a whole-word part of it, both
     :func:`fold`-ed and without initials (:func:`name_core`: ``"bengio"`` matches ``"Yoshua
-    Bengio"``, ``"Quoc Le"`` matches ``"Quoc V. Le"``; ``"ben"`` does not)."""
+    Bengio"``, ``"Quoc Le"`` matches ``"Quoc V. Le"``; ``"ben"`` does not), or names the same
+    surname with a first name that starts the other's, at least :data:`SHORT_FIRST_NAME`
+    letters ("Anima Anandkumar" and "Animashree Anandkumar"; "Sam Bengio" and "Samy Bengio"
+    are too short to be read as one)."""
     core = name_core(wanted)  # (an initial alone, "A.", is compared as it is)
     w, n = (core, name_core(name)) if core else (fold(wanted), fold(name))
     if not w:
         return False
-    return w == n or re.search(rf"(?<!\w){re.escape(w)}(?!\w)", n) is not None
+    if w == n or re.search(rf"(?<!\w){re.escape(w)}(?!\w)", n) is not None:
+        return True
+    ws, ns = w.split(), n.split()
+    # "Anima Anandkumar" is "Animashree Anandkumar": one surname, and one first name the
+    # start of the other, five letters or more (the lists write one person both ways)
+    return len(ws) > 1 and len(ns) > 1 and ws[-1] == ns[-1] and \
+        min(len(ws[0]), len(ns[0])) >= SHORT_FIRST_NAME and \
+        (ns[0].startswith(ws[0]) or ws[0].startswith(ns[0]))
 
 
 def name_core(name: str) -> str:

@@ -14,6 +14,7 @@ from rag.compose import extractive
 from rag.compose import quotes, templates
 from rag.compose.templates import direct, heading, item, note
 from rag.conference import facets
+from rag.filters import Filters
 from rag.types import AnswerSentence, Hit, Paper
 from rag.understand.plan import Plan
 from rag.understand.topics import has_topic
@@ -65,6 +66,8 @@ def _count(plan: Plan, sel: Selection, retriever: Retriever) -> Outcome:
     hits = sel.hits
     if plan.by_decision:
         return _by_decision(plan, sel, retriever)
+    if plan.by_area:
+        return _by_area(plan, sel, retriever)
     if sel.searched and has_topic(plan.query):
         topic = plan.topic or plan.query
         total = len(facets.matching(retriever.papers, sel.filters or None))
@@ -107,7 +110,7 @@ def _count(plan: Plan, sel: Selection, retriever: Retriever) -> Outcome:
 def _by_decision(plan: Plan, sel: Selection, retriever: Retriever) -> Outcome:
     """A count per decision of the selected papers (every paper the filters admit for a
     catalog reading, else the papers in hand), then the first by rating as the hits."""
-    from rag.conference import decisions
+    from rag.conference import breakdowns
 
     if sel.every is not None:
         chosen = facets.matching(retriever.papers, sel.filters or None)
@@ -119,7 +122,7 @@ def _by_decision(plan: Plan, sel: Selection, retriever: Retriever) -> Outcome:
     if not chosen:
         return Outcome([note(f"0 papers. No paper in this index matches "
                              f"{facets.describe(sel.filters)}.")], "count", [])
-    out = decisions.breakdown({"all": chosen}, what)
+    out = breakdowns.by_decision({"all": chosen}, what)
     share = facets.year_share(retriever.papers, sel.filters, len(chosen)) \
         if sel.every is not None else ""
     if share:
@@ -129,6 +132,55 @@ def _by_decision(plan: Plan, sel: Selection, retriever: Retriever) -> Outcome:
     out.append(heading(f"The first {len(listed)} by mean reviewer rating:" if rated else
                        f"The first {len(listed)} in list order:"))
     out += [facets.rated_item(h, i, None) for i, h in enumerate(listed, start=1)]
+    return Outcome(out, "count", listed)
+
+
+def _by_area(plan: Plan, sel: Selection, retriever: Retriever) -> Outcome:
+    """A count per primary area of the selected papers (every paper the filters admit for a
+    catalog reading, else the papers in hand), against the areas' papers under the filters
+    other than a decision or a rating; the first by rating as the hits."""
+    from rag.conference import breakdowns
+    from rag.filters import Filters
+
+    f = sel.filters
+    topic = plan.topic or plan.query
+    if sel.searched and has_topic(topic):
+        # "which area has the most papers on diffusion?": the papers a trend counts on it
+        from rag.chat.yearly import rule_text
+        from rag.conference import trends
+
+        years = [int(y) for y in f.values.get("year", [])] if f else []
+        rest = f.without([f"year={y}" for y in years]) if years else f
+        totals = trends.index_year_totals(retriever)
+        trend = trends.topic_trend(retriever, topic, rest or None, years or list(totals) or [0])
+        chosen = [retriever.papers[i] for y in sorted(trend.ids) for i in trend.ids[y]
+                  if i in retriever.papers]
+        scope = facets.matching(retriever.papers, f or None)
+        said = [x for x in (f.as_strings() if f else []) if x.startswith(("status=", "rating"))]
+        kept = [x for x in (f.as_strings() if f else []) if not x.startswith(("status=", "rating"))]
+        what = f"{facets.describe_plural(said)} on “{topic}”" + \
+            (f" matching {', '.join(kept)}" if kept else "")
+        out = breakdowns.by_area(chosen, scope, what, "area's papers")
+        out.append(note(rule_text(trend)))
+        listed = _as_hits(facets.by_rating(chosen)[:facets.LISTED])
+        if listed:
+            out.append(heading(f"The first {len(listed)} by mean reviewer rating:"))
+            out += [facets.rated_item(h, i, None) for i, h in enumerate(listed, start=1)]
+        return Outcome(out, "count", listed)
+    if sel.every is not None:
+        chosen = facets.matching(retriever.papers, f or None)
+        rest = Filters({k: v for k, v in f.values.items() if k not in ("status", "rating")}) \
+            if f else Filters()
+        scope = facets.matching(retriever.papers, rest or None)
+        what = facets.describe_plural(f.as_strings()) if f else "papers"
+    else:
+        chosen = scope = [h.paper for h in sel.hits]
+        what = f"papers of {sel.scope}" if sel.scope else "papers"
+    out = breakdowns.by_area(chosen, scope, what, "area's papers")
+    listed = _as_hits(facets.by_rating(chosen)[:facets.LISTED])
+    if listed:
+        out.append(heading(f"The first {len(listed)} by mean reviewer rating:"))
+        out += [facets.rated_item(h, i, None) for i, h in enumerate(listed, start=1)]
     return Outcome(out, "count", listed)
 
 
@@ -265,8 +317,15 @@ def _similar(plan: Plan, sel: Selection, retriever: Retriever) -> Outcome:
     if len(years) > 1 and str(target.paper.year) in years:
         # "2018 papers similar to the 2026 paper on X": the neighbours are of the other year
         filters = filters.without([f"year={target.paper.year}"])
+    authors = filters.values.get("author", []) if filters else []
+    if authors and Filters({"author": authors}).matches(target.paper):
+        # "closest 2026 papers to Madry et al. "Towards ..."": the authors are the paper's
+        filters = filters.without([f"author={a}" for a in authors])
     near = retriever.similar(target.id, k=max(SIMILAR_K, plan.n or 0),
                              filters=filters or None)
+    if not near and filters and retriever.similar(target.id, k=1):
+        return Outcome([note(f"No paper matching {facets.describe(filters)} is near "
+                             f"{templates.title(target)}.")], "similar", [target])
     if not near:
         return Outcome([note(f"{templates.title(target)} has no paper vector yet (it is not "
                              "embedded), so its neighbours cannot be found.")], "similar",

@@ -90,14 +90,14 @@ def run(plan: Plan, sel: Selection, retriever: Retriever) -> Outcome | None:
 
 def _by_decision(filters, years: list[int], retriever: Retriever) -> Outcome:
     """A count per decision in each of ``years`` among the papers ``filters`` admit (a table
-    of decision by year, :func:`rag.conference.decisions.breakdown`), the best-rated papers of
+    of decision by year, :func:`rag.conference.breakdowns.by_decision`), the best-rated papers of
     each year as the hits."""
-    from rag.conference import decisions
+    from rag.conference import breakdowns
 
     groups = {str(y): facets.matching(retriever.papers, Filters.parse([f"year={y}"])
                                       .merged(filters or None)) for y in years}
     what = facets.describe_plural(filters.as_strings()) if filters else "papers"
-    out = decisions.breakdown(groups, what)
+    out = breakdowns.by_decision(groups, what)
     hits = []
     for y in reversed(years):
         chosen = facets.by_rating(groups[str(y)])[:SHOWN_PER_YEAR]

@@ -17,13 +17,13 @@ from rag.filters import fold as fold_text
 # "in the optimization area", "area: learning theory", "primary area reinforcement learning"
 _AREA = re.compile(r"\b(?:(?:in|from|of|within)\s+(?:the\s+)?)?(?:(?:primary\s+)?area\s*"
                    r"(?:[:=]|\s(?:is|was)\s)?\s*"
-                   r"(?P<after>[\w ,&()./-]{3,80}?)(?=[?.!;]|$|\s+(?:area|with|that|which|rated|"
+                   r"(?P<after>[\w ,&()./-]{3,80}?)(?=[?.!;]|:\s|$|\s+(?:area|with|that|which|rated|"
                    r"and\s+(?:rated|with)))|(?P<before>[\w ,&()./-]{2,80}?)[\s(-]+(?:primary\s+)?"
                    r"(?:area|track|category)\b)", re.I)
 # "whose primary area is applications to physical sciences (physics, ..., etc.)": a name after
 # "area" that may hold full stops of its own, when the words before "area" named none
 _AREA_NAMED = re.compile(r"\b(?:primary\s+)?area\s*(?:[:=]|\s(?:is|was)\s)?\s*['\"“‘]?"
-                         r"(?P<after>[\w ,&()./-]{3,80}?)['\"”’]?(?=[?!;,]|\.(?:\s|$)|$|\s+(?:with|that|"
+                         r"(?P<after>[\w ,&()./-]{3,80}?)['\"”’]?(?=[?!;,]|[.:](?:\s|$)|$|\s+(?:with|that|"
                          r"which|rated|and\s+(?:rat|with|score|only)))", re.I)
 # "orals in causal reasoning", "within the learning theory ...": an area named exactly after "in"
 _IN_AREA = re.compile(r"\b(?:in|within|from)\s+(?:the\s+)?(?=\w)", re.I)

@@ -133,13 +133,36 @@ _BY_DECISION = re.compile(
     r"\b(?:breakdown|distribution|split|tally)\s+of\s+(?:the\s+)?(?:decisions|statuses|"
     r"outcomes)\b|"
     rf"\b{_DECISION_ITEM}(?:\s*(?:,|/|&|\+|\band\b|\bvs\.?|\bversus\b)\s*(?:the\s+|and\s+)?"
-    rf"{_DECISION_ITEM}\b){{2,}}", re.I)
+    rf"{_DECISION_ITEM}\b){{2,}}|"
+    # "how many list RL as their area, and how many of those got an oral?": the total and its
+    # decisions
+    rf"\bhow\s+many\b.+\band\s+how\s+many\s+of\s+(?:those|them|these|which)\b.*\b"
+    rf"{_DECISION_ITEM}", re.I)
 
 
 def asks_by_decision(text: str) -> bool:
     """True when ``text`` asks for counts per decision (:data:`_BY_DECISION`): the answer is a
     table of the decisions and their counts, not one count of the decisions merged."""
     return bool(_BY_DECISION.search(text))
+
+
+#: A count asked per primary area: "which primary area had the most orals?", "orals per area",
+#: "what areas are there?", "breakdown by track".
+_BY_AREA = re.compile(
+    r"\b(?:by|per|each|every|for\s+each|across|split\s+(?:up\s+)?by|grouped\s+by|over)\s+"
+    r"(?:the\s+)?(?:primary\s+)?(?:area|track|categor(?:y|ies)|subfield)s?\b(?!\s+(?:of|chair))|"
+    r"\b(?:which|what)\s+(?:primary\s+)?(?:areas?|tracks?|categor(?:y|ies))\s+(?:ha[sd]|have|got|"
+    r"gets?|received?|are\s+there|exist|is\s+the\s+(?:largest|biggest|most)|(?:is|are|was|were)"
+    r"\s+(?:the\s+)?(?:most|largest|biggest|popular|common)|does\s+(?:the\s+)?(?:list|index|"
+    r"conference|iclr)\s+have|do\s+(?:the\s+)?(?:papers|submissions)\s+(?:fall|come)|(?:the\s+)?"
+    r"most)\b|"
+    r"\b(?:list|show|name)\s+(?:me\s+)?(?:all\s+)?(?:the\s+)?(?:primary\s+)?areas\b|"
+    r"\b(?:primary\s+)?areas?\s+(?:breakdown|distribution|counts?|split|sizes?)\b", re.I)
+
+
+def asks_by_area(text: str) -> bool:
+    """True when ``text`` asks for counts per primary area (:data:`_BY_AREA`)."""
+    return bool(_BY_AREA.search(text))
 
 
 _BREAK_DOWN = re.compile(r"\bbreak(?:ing)?\s+(?:\w+\s+){0,3}?down\b|\bbreakdown\b|\bsplit\b|"

@@ -108,6 +108,10 @@ class Plan:
     #: withdrawn per year?"): a table of every decision's count within the filters, which then
     #: hold no decision (:func:`rag.understand.filter_words.asks_by_decision`).
     by_decision: bool = False
+    #: A count given per primary area ("which primary area had the most orals in 2026?",
+    #: "what areas are there?"): a table of the areas' counts within the filters
+    #: (:func:`rag.understand.filter_words.asks_by_area`).
+    by_area: bool = False
 
     def __post_init__(self) -> None:
         if self.papers not in PAPERS:

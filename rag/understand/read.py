@@ -26,7 +26,8 @@ from typing import TYPE_CHECKING, Mapping, Sequence
 
 from rag.understand import rating_order, topics, years
 from rag.understand.years import apply_per_year
-from rag.understand.filter_words import asks_by_decision, respell_decisions, without_decisions
+from rag.understand.filter_words import (asks_by_area, asks_by_decision, respell_decisions,
+                                          without_decisions)
 from rag.filters import fold, name_core
 from rag.understand.authors import (apply_authors, authors_said, join_coauthors, joined_names,
                                     name_spans, surname_index, surnames_said)
@@ -257,6 +258,15 @@ def read_turn(text: str, context: TurnContext, reader: TurnReader, *, areas: Seq
         if op in _ASPECT_OPS or op == "refine" else ""
     plan = assemble(text, papers, op, aspect, found, context,
                     confidence=best_p / total if total else 0.0)
+    if papers == "catalog" and op in ("count", "extreme", "sort", "list") and plan.filters and \
+            context.kind in ("count", "extreme", "rated", "list") and _GOES_ON.match(text) and \
+            not _WHOLE_LIST.search(text) and not years.asks_per_year(text) and \
+            not any(f.startswith("author=") for f in plan.filters) and \
+            not topics.has_topic(_RATING_WORDS.sub(" ", plan.query)):
+        # "and the lowest rated oral?" after the lowest rated poster of 2018: the previous
+        # question with this filter changed (2018 kept), not the whole list's orals
+        return Plan(papers="search", op="refine", filters=plan.filters, query=text, said=text,
+                    confidence=plan.confidence)
     if op == "similar" and papers == "search":
         m = _SIMILAR_TO.search(plan.query)
         if m and topics.has_topic(plan.query[m.end():]):
@@ -302,9 +312,21 @@ def read_turn(text: str, context: TurnContext, reader: TurnReader, *, areas: Seq
         plan.filters = [f for f in plan.filters if not f.startswith("status=")]
         if plan.papers == "search":
             plan.papers, plan.topic = "catalog", ""
+    elif asks_by_area(text) and not plan.per_year and plan.op not in ("similar", "compare", "cite") \
+            and plan.papers in ("catalog", "search", "previous") and not plan.ids:
+        # "which primary area had the most orals in 2026?", "what areas are there?", "which
+        # area has the most papers on diffusion?" (its topic counted per area)
+        plan.by_area, plan.op, plan.n, plan.order = True, "count", None, ""
+        plan.filters = [f for f in plan.filters if not f.startswith("primary_area=")]
+        if plan.papers in ("search", "catalog"):
+            topic = years.trend_topic(_AREA_WORDS.sub(" ", plan.query))
+            if topics.has_topic(topic):
+                plan.papers, plan.topic, plan.query = "search", topic, topic
+            else:
+                plan.papers, plan.topic = "catalog", ""
     out = probs.get("scope", {}).get("out", 0.0)
     if out >= OUTSIDE_ABOVE and not said_authors and not (plan.op == "similar" and plan.ids) \
-            and not plan.by_decision \
+            and not plan.by_decision and not plan.by_area \
             and not (plan.papers == "catalog" and (plan.filters or plan.per_year) and (
                 plan.op == "count" and _COUNTS_PAPERS.search(text) or
                 # "what percent of 2018 submissions got a workshop invitation?", "accepted papers
@@ -324,6 +346,19 @@ def read_turn(text: str, context: TurnContext, reader: TurnReader, *, areas: Seq
     return plan
 
 
+#: Words of a question per area ("which primary area had the most ..."): no topic.
+_AREA_WORDS = re.compile(r"\b(?:which|what|primary|areas?|tracks?|categor(?:y|ies)|subfields?|"
+                         r"ha[sd]|have|got|gets?|received?|are|is|was|were|there|exist|the|most|"
+                         r"largest|biggest|popular|common|list|show|name|me|all|by|per|each|every|"
+                         r"across|split|breakdown|distribution|counts?|how|many|papers?|"
+                         r"submissions?|in|of|does|do|index|conference|iclr|fall|come|into)\b",
+                         re.I)
+#: Words of a rating order ("the lowest", "best rated"): no topic.
+_RATING_WORDS = re.compile(r"\b(?:best|worst|top|highest|lowest|bottom|least|weakest|strongest|"
+                           r"rated|scored|reviewed|ones?|papers?|and|the|what|how|about|many|"
+                           r"much|number)\b", re.I)
+#: A turn that goes on from the previous one: "and ...", "what about ...", "same for ...".
+_GOES_ON = re.compile(r"^\W*(?:and|what\s+about|how\s+about|same\s+(?:for|with)|now\s+for)\b", re.I)
 #: "similar to", "closest to", "like": what a turn asks a paper's neighbours with.
 _SIMILAR_TO = re.compile(r"\b(?:(?:most\s+)?similar|closest|close|nearest|related|akin)\s+to\b|"
                          r"\b(?:resembling|most\s+like|papers\s+like|works?\s+like)\b", re.I)
@@ -448,6 +483,14 @@ def understand(question: str, history: Sequence[Turn], retriever: Retriever,
     plan = read_turn(question, context_from(history), reader, areas=retriever.area_names(),
                      names=retriever.name_index(), authors=authors,
                      vocabulary=_vocabulary(retriever) if authors else frozenset())
+    if plan.op == "similar" and not plan.ids and plan.papers in ("named", "search"):
+        # "similar to the 2018 paper "Mixed Precision Training"", "2026 papers similar to Graph
+        # Attention Networks from 2018": a whole title said, too short to be a name
+        ids = title_ids(plan.names + [plan.query], retriever)
+        if ids:
+            plan.papers, plan.ids = "named", ids
+            plan.names = plan.names or [retriever.papers[ids[0]].title]
+            return plan
     if plan.papers == "search" and not plan.outside and (plan.query or plan.topic):
         # "how did difusion models change since 2018?": the papers' word, said so
         query, changes = respell(plan.query, retriever)
@@ -456,6 +499,30 @@ def understand(question: str, history: Sequence[Turn], retriever: Retriever,
             plan.topic = respell(plan.topic, retriever)[0]
             plan.notes = plan.notes + [respelt_note(changes)]
     return plan
+
+
+def _title_key(text: str) -> str:
+    """A title compared whole: folded, its punctuation and quotes gone."""
+    return " ".join(re.findall(r"\w+", fold(text)))
+
+
+def title_ids(said: Sequence[str], retriever: Retriever) -> list[str]:
+    """The ids of the papers whose whole title is one of ``said`` (case, quotes and
+    punctuation aside), in order; the titles are read once per retriever."""
+    index = getattr(retriever, "_whole_titles", None)
+    if index is None:
+        index = {}
+        for p in getattr(retriever, "papers", {}).values():
+            index.setdefault(_title_key(p.title), []).append(p.id)
+        try:
+            retriever._whole_titles = index
+        except AttributeError:
+            pass
+    out: list[str] = []
+    for text in said:
+        key = _title_key(text or "")
+        out += [i for i in index.get(key, []) if i not in out] if len(key) >= 8 else []
+    return out
 
 
 def _vocabulary(retriever: Retriever) -> set[str] | frozenset[str]:

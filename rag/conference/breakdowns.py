@@ -1,5 +1,7 @@
-"""Counts per decision ("break 2018 down by decision", "orals, posters, rejects and withdrawn
-per year?": :attr:`rag.understand.plan.Plan.by_decision`), from the catalog.
+"""Counts broken down, from the catalog: per decision ("break 2018 down by decision", "orals,
+posters, rejects and withdrawn per year?": :attr:`rag.understand.plan.Plan.by_decision`) and per
+primary area ("which primary area had the most orals in 2026?", "what areas are there?":
+:attr:`rag.understand.plan.Plan.by_area`).
 
 Decisions are the tiers of :func:`rag.types.status_tier`, so that one table holds lists that
 write them differently (ICLR 2018's "Oral" and "Invite to Workshop Track", ICLR 2026's "Accept
@@ -47,7 +49,7 @@ def _said_as(papers: Sequence[Paper]) -> str:
     return f"Counted by tier: {'; '.join(parts)}." if parts else ""
 
 
-def breakdown(groups: dict[str, Sequence[Paper]], what: str) -> list[AnswerSentence]:
+def by_decision(groups: dict[str, Sequence[Paper]], what: str) -> list[AnswerSentence]:
     """The sentences of a count per decision of each group of papers (one group: a scope,
     several: its years, ``{"2018": papers, "2026": papers}``): a line per group with its total
     and each decision's count and share, a Markdown table (decision by group, with the
@@ -81,4 +83,54 @@ def breakdown(groups: dict[str, Sequence[Paper]], what: str) -> list[AnswerSente
     said = _said_as([p for ps in groups.values() for p in ps])
     if said:
         out.append(note(said))
+    return out
+
+
+#: Areas a per-area table lists (the rest are summed in one line).
+AREAS_LISTED = 40
+
+
+def by_area(chosen: Sequence[Paper], scope: Sequence[Paper], what: str,
+            scope_what: str) -> list[AnswerSentence]:
+    """The sentences of a count per primary area of ``chosen`` (the papers the filters admit),
+    most first: the area with the most, then a Markdown table of every area (at most
+    :data:`AREAS_LISTED`) with its count, its share of ``chosen`` and, when ``chosen`` is a
+    part of ``scope`` (a decision or rating filter: the same filters less those), the area's
+    papers in ``scope`` and the share of them chosen. ``what`` names ``chosen`` ("orals
+    matching year=2026"), ``scope_what`` the scope's papers ("papers of 2026")."""
+    counts = Counter(p.primary_area or "no area listed" for p in chosen)
+    if not counts:
+        return [note(f"0 {what}.")]
+    if set(counts) == {"no area listed"}:
+        return [direct(f"{len(chosen):,} {what}; the list gives none of them a primary area, so "
+                       "they cannot be counted per area.", [])]
+    part = len(scope) != len(chosen)
+    totals = Counter(p.primary_area or "no area listed" for p in scope) if part else counts
+    ranked = sorted(counts, key=lambda a: (-counts[a], a))
+    top = ranked[0]
+    ties = [a for a in ranked if counts[a] == counts[top]]
+    head = (f"{len(chosen):,} {what} in {len(counts)} primary areas; the most are in "
+            + " and ".join(f"“{a}”" for a in ties)
+            + f" ({counts[top]:,} each, {_share(counts[top], len(chosen))})." if len(ties) > 1 else
+            f"{len(chosen):,} {what} in {len(counts)} primary areas; the most are in “{top}” "
+            f"({counts[top]:,}, {_share(counts[top], len(chosen))}).")
+    rows = ["| primary area | " + ("count | share | " + f"{scope_what} | rate |" if part else
+                                  "papers | share |"),
+            "|---|" + "---:|" * (4 if part else 2)]
+    for a in ranked[:AREAS_LISTED]:
+        cells = f"{counts[a]:,} | {_share(counts[a], len(chosen))}"
+        if part:
+            cells += f" | {totals[a]:,} | {_share(counts[a], totals[a])}"
+        rows.append(f"| {a} | {cells} |")
+    rest = ranked[AREAS_LISTED:]
+    if rest:
+        rows.append(f"| ({len(rest)} more areas) | {sum(counts[a] for a in rest):,} |" +
+                    (" | | |" if part else " |"))
+    out = [direct(head, []), note("\n".join(rows))]
+    if part:
+        best = max(totals, key=lambda a: (counts[a] / totals[a] if totals[a] >= 20 else -1, a))
+        if totals[best] >= 20:
+            out.append(note(f"By rate, among areas of at least 20 {scope_what}: “{best}” "
+                            f"({counts[best]:,} of {totals[best]:,}, "
+                            f"{_share(counts[best], totals[best])})."))
     return out
