@@ -641,3 +641,143 @@ def test_a_decision_counted_after_an_authors_list_is_counted_among_their_papers(
     assert ans.text.startswith(f"{sum(r['status'] == 'Oral' for r in theirs)} of the ")
     whole = ask("how many orals overall?", settings, retriever, scripted, [turn_after(first)])
     assert not any(f.startswith("author=") for f in whole.filters_applied)
+
+
+# --- breakdowns, follow-ups and readings seen in h18 and a fresh user's browser ----------------
+@pytest.mark.parametrize("text, expected", [
+    ("break down 2018 by decision: how many orals, posters, rejects, workshop?", True),
+    ("how many 2018 papers per decision?", True),
+    ("what is the decision breakdown of iclr 2026", True),
+    ("how many orals, posters and rejects per year?", True),
+    ("how many list RL as their area, and how many of those got an oral?", True),
+    ("orals and posters in 2018", False),        # two decisions: one filter of both
+    ("how many orals in 2018 vs 2026?", False),
+    ("rejected and withdrawn per year", False),
+])
+def test_a_count_per_decision_is_asked_by_a_breakdown_or_three_decisions(text, expected):
+    from rag.understand.filter_words import asks_by_decision
+
+    assert asks_by_decision(text) is expected
+
+
+def test_a_breakdown_by_decision_counts_every_decision_of_the_year(two_years, scripted):
+    settings, retriever, rows = two_years
+    ans = ask("break down 2018 by decision: how many orals, posters, rejects?", settings,
+              retriever, scripted)
+    assert ans.plan["by_decision"] and "year=2018" in ans.plan["filters"]
+    assert not any(f.startswith("status=") for f in ans.plan["filters"])
+    assert ans.text.startswith(f"{len(AS_2018)} papers match year=2018")
+    said = {"Oral": "oral", "Poster": "poster", "Reject": "rejected",
+            "Workshop": "invited to the workshop track"}
+    counts = {said[s]: sum(1 for v in AS_2018.values() if v == s) for s in said}
+    for tier, n in counts.items():
+        assert f"| {tier} | {n} ({100 * n / len(AS_2018):.1f}%) |" in ans.text, ans.text
+    assert f"| **all** | {len(AS_2018)} |" in ans.text
+
+
+def test_a_breakdown_by_decision_per_year_is_one_table_of_both_years(two_years, scripted):
+    settings, retriever, rows = two_years
+    ans = ask("how many orals, posters and rejects per year?", settings, retriever, scripted)
+    n26 = len(rows) - len(AS_2018)
+    orals26 = len(ORALS_2026)
+    orals18 = sum(1 for v in AS_2018.values() if v == "Oral")
+    assert "| decision | 2018 | 2026 |" in ans.text
+    assert f"| oral | {orals18} ({100 * orals18 / len(AS_2018):.1f}%) | {orals26} " \
+           f"({100 * orals26 / n26:.1f}%) |" in ans.text
+    assert f"| **all** | {len(AS_2018)} | {n26} |" in ans.text
+
+
+def test_the_other_end_after_a_filters_best_rated_paper_keeps_the_filters(two_years,
+                                                                           scripted):
+    from rag.understand.history import turn_after
+
+    settings, retriever, rows = two_years
+    first = ask("highest rated 2018 poster", settings, retriever, scripted)
+    mean = {r["id"]: sum(r["ratings"]) / len(r["ratings"]) for r in rows}
+    posters = [r["id"] for i, r in enumerate(rows) if AS_2018.get(i) == "Poster"]
+    worst = min(posters, key=mean.get)
+    for turn in ("and the lowest rated one?", "and the worst one?"):
+        ans = ask(turn, settings, retriever, scripted, [turn_after(first)])
+        assert ans.hits[0].id == worst, turn
+        assert ans.plan["order"] == "rating_asc"
+    # a decision said after the best-rated paper of a year: that year's, the other end
+    ans = ask("and the lowest rated oral?", settings, retriever, scripted,
+              [turn_after(ask("lowest rated poster in 2018?", settings, retriever, scripted))])
+    assert all(h.paper.year == 2018 and h.paper.status == "Oral" for h in ans.hits)
+
+
+def test_a_filters_frame_leaves_the_topic_with_the_filter():
+    from rag.understand.slots import read_filters
+
+    read = read_filters("and graph neural nets, among accepted papers only?")
+    assert read.filters.as_strings() == ["status=accepted"]
+    assert read.query == "and graph neural nets?"
+
+
+def test_a_whole_title_said_names_its_paper_for_its_neighbours(two_years, scripted):
+    settings, retriever, rows = two_years
+    target = rows[0]  # a 2018 paper
+    ans = ask(f"2026 papers similar to {target['title']} from 2018", settings, retriever,
+              scripted)
+    assert ans.plan["op"] == "similar" and ans.plan["ids"] == [target["id"]]
+    assert ans.hits and all(h.paper.year == 2026 for h in ans.hits)
+
+
+@pytest.mark.parametrize("query, topic", [
+    ("Has LSTM / RNN research shrunk? Compare iclr18 and iclr26 counts and shares.", "LSTM / RNN"),
+    ("LLM papers per year in the two lists? Is the share growing?", "LLM"),
+    ("How popular were variational autoencoders (VAEs) in compared with? Counts and share please.",
+     "variational autoencoders"),
+    ("Did meta-learning go up or down between ICLR and ICLR (as a share of all submissions)? "
+     "Give the counts too.", "meta-learning"),
+    ("How did the number of GAN papers change from ICLR to ICLR, in counts and as a share?", "GAN"),
+])
+def test_a_trends_topic_is_read_from_the_sentence_that_names_it(query, topic):
+    from rag.understand.years import trend_topic
+
+    assert trend_topic(query) == topic
+
+
+def test_a_shortened_first_name_of_five_letters_is_the_same_person():
+    from rag.filters import Filters
+    from rag.types import Paper
+
+    anima = Filters.parse(["author=Anima Anandkumar"])
+    assert anima.matches(Paper("a", "t", "x", authors=["Animashree Anandkumar"]))
+    assert not anima.matches(Paper("b", "t", "x", authors=["Anita Anandkumar"]))
+    sam = Filters.parse(["author=Sam Bengio"])
+    assert not sam.matches(Paper("c", "t", "x", authors=["Samy Bengio"]))  # 3 letters: too few
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("which primary area had the most orals in 2026?", True),
+    ("what primary areas are there in the ICLR 2026 list?", True),
+    ("orals per area", True),
+    ("which area has the most papers on diffusion?", True),
+    ("what area is StepORLM in?", False),
+    ("papers on area under the curve", False),
+])
+def test_a_count_per_area_is_asked_in_so_many_words(text, expected):
+    from rag.understand.filter_words import asks_by_area
+
+    assert asks_by_area(text) is expected
+
+
+def test_a_count_per_area_ranks_the_areas_of_the_filters_papers(two_years, scripted):
+    from collections import Counter
+
+    settings, retriever, rows = two_years
+    of_2026 = [r for i, r in enumerate(rows) if i not in AS_2018]
+    counts = Counter(r["primary_area"] for r in of_2026)
+    (top, n), (second, m) = counts.most_common(2)
+    assert n > m  # (the seed list: most of its papers are on optimization)
+    ans = ask("what primary areas are there in 2026?", settings, retriever, scripted)
+    assert ans.plan["by_area"] and ans.plan["filters"] == ["year=2026"]
+    assert f"the most are in “{top}” ({n}, {100 * n / len(of_2026):.1f}%)" in ans.text
+    assert f"| {second} | {m} | {100 * m / len(of_2026):.1f}% |" in ans.text
+    # a decision counted per area: against each area's papers
+    ans = ask("which primary area had the most orals in 2026?", settings, retriever, scripted)
+    orals = Counter(r["primary_area"] for i, r in enumerate(rows) if i in ORALS_2026)
+    for area, k in orals.items():
+        assert f"| {area} | {k} | {100 * k / len(ORALS_2026):.1f}% | {counts[area]} | " \
+               f"{100 * k / counts[area]:.1f}% |" in ans.text
