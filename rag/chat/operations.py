@@ -65,6 +65,14 @@ def list_notes(plan: Plan, filters: Filters, retriever: Retriever) -> tuple[Filt
                           f"anonymous when it was made), so papers by {', '.join(authors)} "
                           "cannot be picked out."))
         filters = filters.without([f"author={a}" for a in authors])
+    elif authors and filters.values.get("year"):
+        anonymous = [y for y in filters.values["year"] if not any(
+            p.authors for p in retriever.papers.values() if str(p.year) == y)]
+        if anonymous and len(anonymous) == len(filters.values["year"]):
+            # "What did Yoshua Bengio submit to ICLR 2026?": that year's list has no authors
+            notes.append(note(f"The {' and '.join(anonymous)} list has no author names (its "
+                              "submissions were anonymous when it was made), so papers by "
+                              f"{', '.join(authors)} cannot be picked out of it."))
     said_years = filters.values.get("year", [])
     if said_years:
         years = set(index_year_totals(retriever))
@@ -255,9 +263,9 @@ def _target_filters(plan: Plan, used: Filters) -> Filters:
 
 #: The year of the paper a "similar" turn names, said after it ("... similar to Graph Attention
 #: Networks from 2018", "... like X (ICLR 2018)"): group 1.
-_TARGET_YEAR = re.compile(r"\b(?:similar|closest|close|nearest|related|akin|like|resembling)\b"
-                          r".*?(?:\b(?:from|in|at|of)\s+(?:iclr\s*)?|\(\s*(?:iclr\s*)?)"
-                          r"((?:19|20)\d\d)\b", re.I)
+_TARGET_YEAR = re.compile(r"(?:\b(?:similar|closest|close|nearest|related|akin)\s+to|\blike|"
+                          r"\bresembling)\s+\S.*?(?:\b(?:from|in|at|of)\s+(?:iclr\s*)?|"
+                          r"\(\s*(?:iclr\s*)?)((?:19|20)\d\d)\b", re.I)
 
 
 def _years_held(retriever: Retriever) -> int:
