@@ -558,3 +558,28 @@ def test_a_quoted_title_of_the_index_is_that_paper_whatever_came_before(reader, 
         plan = read_turn(f"Tell me about \u201c{title}\u201d", LOOKUP, reader, areas=areas,
                          names=names)
         assert plan.papers == "named" and plan.ids == [pid], plan.summary()
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("what area is StepORLM in?", True), ("which primary area does it belong to?", True),
+    ("area of [2]?", True), ("its primary area?", True),
+    ("what is the primary area of the Polar Express paper?", True),
+    ("what is the primary area of papers on GANs", False),
+    ("papers in the optimization area", False), ("which area has the most orals?", False),
+])
+def test_the_area_of_papers_in_hand_is_asked_apart_from_papers_of_an_area(text, expected):
+    from rag.understand.rating_order import asks_area
+
+    assert asks_area(text) is expected
+
+
+def test_the_area_asked_of_a_named_paper_is_stated_from_the_catalog(fake_index, scripted,
+                                                                     seed_papers):
+    from rag.chat.answer import answer
+
+    settings, retriever = fake_index
+    step = next(p for p in seed_papers if p.title.startswith("StepORLM"))
+    ans = answer("what area is StepORLM in?", retriever=retriever, generator=scripted,
+                 settings=settings)
+    assert ans.hits[0].id == step.id
+    assert ans.text.startswith(f"{step.title} [1] is in the primary area “{step.primary_area}”.")

@@ -291,9 +291,20 @@ def run(plan: Plan, sel: Selection, retriever: Retriever, settings: Settings) ->
     """Run ``plan.op`` on the selected papers (:func:`select`); the catalog facts the plan asks
     for (:attr:`rag.understand.plan.Plan.facts`: "was it an oral?") come first."""
     out = _run(plan, sel, retriever, settings)
-    if not out.hits or not {"status", "rating"} & set(plan.facts):
+    if not out.hits or not {"status", "rating", "area"} & set(plan.facts):
         return out
     about = [n for n in (out.about or [1]) if 1 <= n <= len(out.hits)][:COMPARE_MAX]
+    if "area" in plan.facts:
+        fact = direct(" ".join(_area_fact(out.hits[n - 1], n) for n in about), about)
+        rest = [f for f in plan.facts if f != "area"]
+        if rest:
+            from dataclasses import replace
+
+            out = run(replace(plan, facts=rest), sel, retriever, settings)
+            return Outcome([fact] + out.sentences, out.kind, out.hits, out.table, out.about,
+                           out.prose, out.focused, out.trend)
+        out.sentences = [fact] + out.sentences
+        return out
     if "status" in plan.facts:
         out.sentences = [direct(" ".join(_decision(out.hits[n - 1], n) for n in about),
                                 about)] + out.sentences
@@ -304,6 +315,14 @@ def run(plan: Plan, sel: Selection, retriever: Retriever, settings: Settings) ->
         # "what's its rating?" asks nothing else: the abstract's sentences would answer nothing
         out.sentences = [fact] + ([] if asks_only_rating(plan.said) else out.sentences)
     return out
+
+
+def _area_fact(hit: Hit, n: int) -> str:
+    """"StepORLM: ... [1] is in the primary area “optimization”."; the catalog's area."""
+    p = hit.paper
+    if not p.primary_area:
+        return f"{p.title} [{n}] has no primary area in this list."
+    return f"{p.title} [{n}] is in the primary area “{p.primary_area}”."
 
 
 def _rating_fact(hit: Hit, n: int) -> str:

@@ -47,6 +47,26 @@ def asks_only_rating(text: str) -> bool:
     return asks_rating(text) and not has_topic(_RATING_ASKED.sub(" ", text))
 
 
+# "what area is StepORLM in?", "which primary area does it belong to?", "area of [2]?": the
+# primary area of papers in hand asked
+_AREA_ASKED = re.compile(
+    r"\b(?:what|which)(?:['’]?s|\s+is|\s+was)?\s+(?:the\s+)?(?:primary\s+)?(?:area|track|"
+    r"category)\s+(?:(?:is|was|does|did)\s+)?(?:it|this|that|they|those|these|[\w.+-]+|"
+    r"(?:the\s+)?[\w\s.+-]{1,60}?\s+paper)\s+(?:in|under|filed\s+(?:in|under)|belong\s+to|"
+    r"submitted\s+(?:to|in|under)|from)\s*(?:[?.!]|$)|"
+    r"\b(?:primary\s+)?(?:area|track)\s+(?:of|for)\s+(?:it|this|that|them|\[\d{1,2}\]|#\d{1,2}|"
+    r"[\w.+-]+)\s*(?:[?.!]|$)|"
+    r"\b(?:its|their|[\w.+-]+['’]s)\s+(?:primary\s+)?area\s*(?:[?.!]|$)|"
+    r"\bwhat(?:['’]s|\s+is|\s+was)\s+the\s+(?:primary\s+)?area\s+of\s+(?!papers\b)"
+    r"[^?.!]{1,90}[?.!]*\s*$", re.I)
+
+
+def asks_area(text: str) -> bool:
+    """True when ``text`` asks for the primary area of papers it points at or names ("what area
+    is StepORLM in?", "its primary area?"), not for papers of an area."""
+    return bool(_AREA_ASKED.search(text))
+
+
 def asks_status(text: str) -> bool:
     """True when ``text`` asks for the decision of papers it points at ("was it an oral?",
     "2 and 4 are both orals?"), not for papers with that decision."""

@@ -438,6 +438,8 @@ def assemble(text: str, papers: str, op: str, aspect: str, found: TurnSlots,
         plan.facts = ["status"]
     if papers in ("focus", "positions", "named", "previous") and rating_order.asks_rating(text):
         plan.facts = plan.facts + ["rating"]  # "what's its rating?": stated from the catalog
+    if papers in ("focus", "positions", "named", "previous") and rating_order.asks_area(text):
+        plan.facts = plan.facts + ["area"]  # "what area is StepORLM in?"
     if found.same_area and context.has_previous and not any(
             x.startswith("primary_area") for x in plan.filters):
         plan.inherit = ["primary_area"]
