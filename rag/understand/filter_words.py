@@ -157,7 +157,8 @@ _BY_AREA = re.compile(
     r"conference|iclr)\s+have|do\s+(?:the\s+)?(?:papers|submissions)\s+(?:fall|come)|(?:the\s+)?"
     r"most)\b|"
     r"\b(?:list|show|name)\s+(?:me\s+)?(?:all\s+)?(?:the\s+)?(?:primary\s+)?areas\b|"
-    r"\b(?:primary\s+)?areas?\s+(?:breakdown|distribution|counts?|split|sizes?)\b", re.I)
+    r"\b(?:primary\s+)?areas\s+(?:breakdown|distribution|counts?|split|sizes?)\b|"
+    r"\b(?:primary\s+)?area\s+(?:breakdown|distribution|split)\b", re.I)
 
 
 def asks_by_area(text: str) -> bool:

@@ -319,7 +319,10 @@ def read_turn(text: str, context: TurnContext, reader: TurnReader, *, areas: Seq
         plan.by_area, plan.op, plan.n, plan.order = True, "count", None, ""
         plan.filters = [f for f in plan.filters if not f.startswith("primary_area=")]
         if plan.papers in ("search", "catalog"):
-            topic = years.trend_topic(_AREA_WORDS.sub(" ", plan.query))
+            # (the clause that asks it: "I run a funding program: which areas have the most
+            # orals?" names no topic)
+            clauses = [c for c in re.split(r"[:?!;]|\.(?=\s|$)", plan.query) if asks_by_area(c)]
+            topic = years.trend_topic(_AREA_WORDS.sub(" ", clauses[0] if clauses else plan.query))
             if topics.has_topic(topic):
                 plan.papers, plan.topic, plan.query = "search", topic, topic
             else:
