@@ -781,3 +781,79 @@ def test_a_count_per_area_ranks_the_areas_of_the_filters_papers(two_years, scrip
     for area, k in orals.items():
         assert f"| {area} | {k} | {100 * k / len(ORALS_2026):.1f}% | {counts[area]} | " \
                f"{100 * k / counts[area]:.1f}% |" in ans.text
+
+
+# --- from a fresh user's browser conversations (after the breakdowns landed) --------------------
+def test_a_decision_said_before_each_year_is_that_decisions_count_per_year(two_years, scripted):
+    settings, retriever, rows = two_years
+    ans = ask("how many were rejected each year?", settings, retriever, scripted)
+    per_year = {r["year"]: r["n"] for r in ans.trend["years"]}
+    assert per_year[2018] == sum(1 for v in AS_2018.values() if v == "Reject")
+    assert ans.plan["filters"] == ["status=rejected"]
+
+
+def test_a_mean_rating_asked_of_a_count_is_stated(two_years, scripted):
+    settings, retriever, rows = two_years
+    ans = ask("what's the average rating of 2018 orals?", settings, retriever, scripted)
+    orals = [r for i, r in enumerate(rows) if AS_2018.get(i) == "Oral"]
+    mean = sum(sum(r["ratings"]) / len(r["ratings"]) for r in orals) / len(orals)
+    assert f"Their mean reviewer rating is {mean:.2f}" in ans.text
+
+
+def test_decisions_set_against_each_other_are_a_breakdown_with_their_mean_ratings(two_years,
+                                                                                   scripted):
+    settings, retriever, rows = two_years
+    ans = ask("average reviewer score of 2018 orals vs posters vs rejects?", settings, retriever,
+              scripted)
+    assert ans.plan["by_decision"] and ans.plan["op"] == "count"
+    posters = [r for i, r in enumerate(rows) if AS_2018.get(i) == "Poster"]
+    mean = sum(sum(r["ratings"]) / len(r["ratings"]) for r in posters) / len(posters)
+    assert f"| poster | {len(posters)} ({100 * len(posters) / len(AS_2018):.1f}%) | " \
+           f"{mean:.2f} |" in ans.text
+
+
+def test_the_best_rate_per_area_ranks_the_areas_by_their_share(two_years, scripted):
+    from rag.conference.breakdowns import by_area
+    from rag.types import Paper
+
+    big = [Paper(f"a{i}", "t", "x", primary_area="A", status="Accept (Poster)" if i < 10
+                 else "Reject") for i in range(40)]
+    small = [Paper(f"b{i}", "t", "x", primary_area="B", status="Accept (Poster)" if i < 15
+                   else "Reject") for i in range(30)]
+    chosen = [p for p in big + small if p.status.startswith("Accept")]
+    head = by_area(chosen, big + small, "accepted papers", "area's papers", by_rate=True)[0]
+    # B: 15 of 30 (50%) beats A: 10 of 40 (25%), though A has fewer accepted papers
+    assert head.text.startswith("By rate, among the areas with at least 20 papers: “B” has the "
+                                "highest (15 of 30, 50.0%), “A” the lowest (10 of 40, 25.0%)")
+    head = by_area(chosen, big + small, "accepted papers", "area's papers")[0]
+    assert "the most are in “B” (15, 60.0%)" in head.text
+
+
+def test_the_other_year_after_narrowing_a_search_is_that_search_narrowed_alike(two_years,
+                                                                                scripted):
+    from rag.understand.history import turn_after
+
+    settings, retriever, rows = two_years
+    history = []
+    for turn in ("papers on optimization in 2018", "just the accepted ones please",
+                 "sort those by rating"):
+        history.append(turn_after(ask(turn, settings, retriever, scripted, history)))
+    ans = ask("and in 2026?", settings, retriever, scripted, history)
+    assert ans.plan["papers"] == "search" and ans.plan["topic"]
+    assert set(ans.plan["filters"]) == {"status=accepted", "year=2026"}
+    assert ans.hits and all(h.paper.year == 2026 for h in ans.hits)
+
+
+def test_another_papers_neighbours_after_a_neighbours_answer_keep_their_year(two_years,
+                                                                              scripted):
+    from rag.understand.history import turn_after
+
+    settings, retriever, rows = two_years
+    first = ask(f"2026 papers similar to {rows[0]['title']} from 2018", settings, retriever,
+                scripted)
+    ans = ask(f"what about ones similar to {rows[1]['title']}?", settings, retriever, scripted,
+              [turn_after(first)])
+    assert ans.plan["op"] == "similar" and ans.plan["ids"] == [rows[1]["id"]]
+    assert ans.hits and all(h.paper.year == 2026 for h in ans.hits), (
+        first.plan["filters"], ans.plan["filters"], ans.filters_applied,
+        [(h.id, h.paper.year) for h in ans.hits])

@@ -6,6 +6,7 @@ chosen papers by mean reviewer rating (ties stated), ``cite`` (BibTeX entries) a
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Sequence
 
@@ -97,6 +98,13 @@ def _count(plan: Plan, sel: Selection, retriever: Retriever) -> Outcome:
     if sel.every is not None:
         sentences, listed = facets.facet_answer(retriever.papers, sel.filters or None,
                                                 facets.LISTED)
+        if plan.mean_rating and listed:
+            # "what's the average rating of 2026 orals?": the mean, from the catalog
+            rated = [p.rating["mean"] for p in sel.every if p.rating]
+            sentences.insert(1, direct(
+                f"Their mean reviewer rating is {sum(rated) / len(rated):.2f} (the mean of the "
+                f"{len(rated):,} rated papers' mean ratings)." if rated else
+                "None of them has reviewer ratings in this list.", []))
         return Outcome(sentences, "count", listed)
     listed = facets.by_rating([h.paper for h in hits])
     out = [direct(_scope_head(plan, sel, len(hits)), [])]
@@ -135,6 +143,10 @@ def _by_decision(plan: Plan, sel: Selection, retriever: Retriever) -> Outcome:
     return Outcome(out, "count", listed)
 
 
+#: A per-area count asked as a rate ("the best acceptance rate", "highest share of orals").
+_BY_RATE = re.compile(r"\b(?:rates?|ratios?|percent\w*|shares?|proportions?|fractions?)\b", re.I)
+
+
 def _by_area(plan: Plan, sel: Selection, retriever: Retriever) -> Outcome:
     """A count per primary area of the selected papers (every paper the filters admit for a
     catalog reading, else the papers in hand), against the areas' papers under the filters
@@ -160,7 +172,8 @@ def _by_area(plan: Plan, sel: Selection, retriever: Retriever) -> Outcome:
         kept = [x for x in (f.as_strings() if f else []) if not x.startswith(("status=", "rating"))]
         what = f"{facets.describe_plural(said)} on “{topic}”" + \
             (f" matching {', '.join(kept)}" if kept else "")
-        out = breakdowns.by_area(chosen, scope, what, "area's papers")
+        out = breakdowns.by_area(chosen, scope, what, "area's papers",
+                                 _BY_RATE.search(plan.said or "") is not None)
         out.append(note(rule_text(trend)))
         listed = _as_hits(facets.by_rating(chosen)[:facets.LISTED])
         if listed:
@@ -176,7 +189,8 @@ def _by_area(plan: Plan, sel: Selection, retriever: Retriever) -> Outcome:
     else:
         chosen = scope = [h.paper for h in sel.hits]
         what = f"papers of {sel.scope}" if sel.scope else "papers"
-    out = breakdowns.by_area(chosen, scope, what, "area's papers")
+    out = breakdowns.by_area(chosen, scope, what, "area's papers",
+                             _BY_RATE.search(plan.said or "") is not None)
     listed = _as_hits(facets.by_rating(chosen)[:facets.LISTED])
     if listed:
         out.append(heading(f"The first {len(listed)} by mean reviewer rating:"))

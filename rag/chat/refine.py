@@ -87,13 +87,25 @@ def resolve_refine(plan: Plan, history: Sequence[Turn], areas: Sequence[str] = (
             stem = stem[: -len(f" for {earlier}")]
         swapped = _swap_subject(stem, subject)
         query = f"{swapped}?" if swapped else f"{stem} for {subject}?"
-    if base.papers == "previous" and not subject and said and len(history) >= 2 and all(
-            f.startswith("year=") for f in said) and history[-2].plan and Plan.from_json(
-            history[-2].plan).papers in ("search", "catalog"):
+    origin, narrowed = None, []
+    if base.papers == "previous" and not subject and said and all(
+            f.startswith("year=") for f in said):
+        # the search the turns since narrowed: "2018 papers on NAS", "just the accepted ones",
+        # "sort those by rating" (their filters kept), then "and in 2026?"
+        for turn in reversed(list(history)[:-1]):
+            earlier = Plan.from_json(turn.plan) if turn.plan else None
+            if earlier is None:
+                break
+            if earlier.papers in ("search", "catalog"):
+                origin = earlier
+                break
+            if earlier.papers != "previous":
+                break
+            narrowed = [f for f in earlier.filters if not f.startswith("year=")] + narrowed
+    if origin is not None:
         # "same for 2026" after "2018 orals on RL" then "sort by rating": the search the sort
         # acted on, in the other year, sorted as the last turn sorted it
-        origin = Plan.from_json(history[-2].plan)
-        kept = [f for f in origin.filters if not f.startswith("year=")]
+        kept = [f for f in origin.filters + narrowed + base.filters if not f.startswith("year=")]
         return replace(origin, op=base.op, order=base.order or origin.order,
                        filters=list(dict.fromkeys(kept + said)), positions=[], ids=[],
                        confidence=plan.confidence, said=plan.said, notes=plan.notes,

@@ -30,6 +30,12 @@ def tier_counts(papers: Iterable[Paper]) -> Counter:
     return Counter(status_tier(p.status or "") for p in papers)
 
 
+def _mean(papers: Sequence[Paper]) -> float | None:
+    """The mean of the rated ``papers``' mean ratings (each paper weighs the same), or None."""
+    rated = [p.rating["mean"] for p in papers if p.rating]
+    return sum(rated) / len(rated) if rated else None
+
+
 def _share(n: int, total: int) -> str:
     return f"{100 * n / total:.1f}%" if total else "–"
 
@@ -73,12 +79,24 @@ def by_decision(groups: dict[str, Sequence[Paper]], what: str) -> list[AnswerSen
     for t in present:
         rows.append(f"| {TIER_NAMES[t]} | " + " | ".join(
             f"{counts[g][t]:,} ({_share(counts[g][t], len(groups[g]))})" for g in cols) + " |")
+    means = {g: {t: _mean([p for p in groups[g] if status_tier(p.status or "") == t])
+                 for t in present} for g in cols}
+    if any(m is not None for g in cols for m in means[g].values()):
+        # each decision's mean reviewer rating, per group, beside the counts
+        rows[0] = rows[0].rstrip() + "".join(f" mean rating{f' {g}' if len(cols) > 1 else ''} |"
+                                             for g in cols)
+        rows[1] += "---:|" * len(cols)
+        for i, t in enumerate(present, start=2):
+            rows[i] += "".join(f" {means[g][t]:.2f} |" if means[g][t] is not None else " – |"
+                               for g in cols)
     if any(counts[g][t] for g in cols for t in _ACCEPTED):
         rows.append("| **accepted** | " + " | ".join(
             f"{sum(counts[g][t] for t in _ACCEPTED):,} "
             f"({_share(sum(counts[g][t] for t in _ACCEPTED), len(groups[g]))})"
             for g in cols) + " |")
     rows.append("| **all** | " + " | ".join(f"{len(groups[g]):,}" for g in cols) + " |")
+    width = rows[0].count("|") - 1
+    rows[2:] = [r + " |" * (width - (r.count("|") - 1)) for r in rows[2:]]  # (blank cells)
     out.append(note("\n".join(rows)))
     said = _said_as([p for ps in groups.values() for p in ps])
     if said:
@@ -90,8 +108,12 @@ def by_decision(groups: dict[str, Sequence[Paper]], what: str) -> list[AnswerSen
 AREAS_LISTED = 40
 
 
+#: Papers an area needs for its rate to be ranked ("the best acceptance rate").
+MIN_RATED_AREA = 20
+
+
 def by_area(chosen: Sequence[Paper], scope: Sequence[Paper], what: str,
-            scope_what: str) -> list[AnswerSentence]:
+            scope_what: str, by_rate: bool = False) -> list[AnswerSentence]:
     """The sentences of a count per primary area of ``chosen`` (the papers the filters admit),
     most first: the area with the most, then a Markdown table of every area (at most
     :data:`AREAS_LISTED`) with its count, its share of ``chosen`` and, when ``chosen`` is a
@@ -106,14 +128,27 @@ def by_area(chosen: Sequence[Paper], scope: Sequence[Paper], what: str,
                        "they cannot be counted per area.", [])]
     part = len(scope) != len(chosen)
     totals = Counter(p.primary_area or "no area listed" for p in scope) if part else counts
-    ranked = sorted(counts, key=lambda a: (-counts[a], a))
-    top = ranked[0]
-    ties = [a for a in ranked if counts[a] == counts[top]]
-    head = (f"{len(chosen):,} {what} in {len(counts)} primary areas; the most are in "
-            + " and ".join(f"“{a}”" for a in ties)
-            + f" ({counts[top]:,} each, {_share(counts[top], len(chosen))})." if len(ties) > 1 else
-            f"{len(chosen):,} {what} in {len(counts)} primary areas; the most are in “{top}” "
-            f"({counts[top]:,}, {_share(counts[top], len(chosen))}).")
+    by_count = sorted(counts, key=lambda a: (-counts[a], a))
+    ranked = by_count
+    if by_rate and part:
+        # "which area had the best acceptance rate?": ranked by the share of the area's papers
+        ranked = sorted(counts, key=lambda a: (-(counts[a] / totals[a]) if totals[a] >=
+                                               MIN_RATED_AREA else 1.0, a))
+    if ranked is not by_count and totals[ranked[0]] >= MIN_RATED_AREA:
+        top, low = ranked[0], ranked[-1] if totals[ranked[-1]] >= MIN_RATED_AREA else None
+        head = (f"By rate, among the areas with at least {MIN_RATED_AREA} papers: "
+                f"“{top}” has the highest ({counts[top]:,} of {totals[top]:,}, "
+                f"{_share(counts[top], totals[top])})" + (
+                    f", “{low}” the lowest ({counts[low]:,} of {totals[low]:,}, "
+                    f"{_share(counts[low], totals[low])})" if low and low != top else "") +
+                f"; {len(chosen):,} {what} in all.")
+    else:
+        top = by_count[0]
+        ties = [a for a in by_count if counts[a] == counts[top]]
+        where = (" and ".join(f"“{a}”" for a in ties) +
+                 f" ({counts[top]:,} each, {_share(counts[top], len(chosen))})" if len(ties) > 1
+                 else f"“{top}” ({counts[top]:,}, {_share(counts[top], len(chosen))})")
+        head = f"{len(chosen):,} {what} in {len(counts)} primary areas; the most are in {where}."
     rows = ["| primary area | " + ("count | share | " + f"{scope_what} | rate |" if part else
                                   "papers | share |"),
             "|---|" + "---:|" * (4 if part else 2)]
@@ -127,10 +162,11 @@ def by_area(chosen: Sequence[Paper], scope: Sequence[Paper], what: str,
         rows.append(f"| ({len(rest)} more areas) | {sum(counts[a] for a in rest):,} |" +
                     (" | | |" if part else " |"))
     out = [direct(head, []), note("\n".join(rows))]
-    if part:
-        best = max(totals, key=lambda a: (counts[a] / totals[a] if totals[a] >= 20 else -1, a))
-        if totals[best] >= 20:
-            out.append(note(f"By rate, among areas of at least 20 {scope_what}: “{best}” "
+    if part and ranked is by_count:
+        best = max(counts, key=lambda a: (counts[a] / totals[a] if totals[a] >= MIN_RATED_AREA
+                                          else -1, a))
+        if totals[best] >= MIN_RATED_AREA:
+            out.append(note(f"By rate, among areas of at least {MIN_RATED_AREA} papers: “{best}” "
                             f"({counts[best]:,} of {totals[best]:,}, "
                             f"{_share(counts[best], totals[best])})."))
     return out

@@ -26,7 +26,9 @@ _TIER_AFTER = re.compile(rf"\b{_PAPERS}\s+(?:(?:that|which)\s+)?(?:(?:were|was|g
 _TIER_PASSIVE = re.compile(r"\b(?:were|was|got|have been|has been)\s+(rejected|withdrawn|accepted)"
                            r"(?:\s+(?:at|to|in|by|into)\s+(?:the\s+)?(?:iclr|conference|main)\b"
                            r"[^?.!]*|\s+(?:at|in)\s+(?:iclr\s*)?(?:19|20)\d\d|\s+(?:that|this|the\s+same)"
-                           r"\s+year|\s+then)?\s*[?.!]*\s*$", re.I)
+                           r"\s+year|\s+then|\s+(?:each|every|per|by)\s+year|\s+(?:in\s+)?(?:both|the\s+two)"
+                           r"\s+years|\s+over\s+the\s+years|\s+(?:in\s+)?(?:(?:19|20)\d\d|['’]\d\d)\s*(?:vs\.?|"
+                           r"versus|and|or)\s*(?:(?:19|20)\d\d|['’]\d\d))?\s*[?.!]*\s*$", re.I)
 # "invited to the workshop track", "workshop papers": ICLR 2018's fourth decision
 _WORKSHOP = re.compile(r"\b(?:(?:invited|moved|sent|relegated|demoted)\s+to\s+)?the\s+workshop\s+"
                        r"track\b|\bworkshop[-\s]+(?:track\s+)?(?:papers?|submissions?|posters?|"
@@ -167,7 +169,8 @@ def asks_by_area(text: str) -> bool:
 
 
 _BREAK_DOWN = re.compile(r"\bbreak(?:ing)?\s+(?:\w+\s+){0,3}?down\b|\bbreakdown\b|\bsplit\b|"
-                         r"\b(?:counts?|numbers?|totals?)\b", re.I)
+                         r"\b(?:counts?|numbers?|totals?|vs|versus|compared?|of|the|what|how|"
+                         r"many|and)\b|\bwhat['’]?s\b", re.I)
 
 
 def without_decisions(text: str) -> str:

@@ -303,26 +303,40 @@ def read_turn(text: str, context: TurnContext, reader: TurnReader, *, areas: Seq
         # (a turn with a topic of its own is a new question, not the previous one changed:
         # "how did interest in X change since 2018?" after "orals?")
         apply_per_year(plan, text, found, context)
-    if asks_by_decision(text) and plan.op not in ("similar", "compare", "cite") and \
-            plan.papers in ("catalog", "search", "previous") and (
-                plan.papers != "search" or not topics.has_topic(without_decisions(plan.query))):
-        # "break 2018 down by decision", "orals, posters, rejects and withdrawn per year?": a
-        # count per decision, not one count of the decisions merged
+    compared = plan.op == "compare" and not plan.ids  # "orals vs posters vs rejects"
+    if asks_by_decision(text) and plan.op not in ("similar", "cite") and (
+            plan.op != "compare" or compared) and \
+            (plan.papers in ("catalog", "search", "previous") or compared) and (
+                plan.papers == "catalog" or not topics.has_topic(without_decisions(
+                    years.without_mean(plan.query)))):
+        # "break 2018 down by decision", "orals, posters, rejects and withdrawn per year?",
+        # "average reviewer score of 2018 orals vs posters vs rejects": a count per decision
+        # (with each one's mean rating), not one count of the decisions merged
         plan.by_decision, plan.op, plan.n, plan.order = True, "count", None, ""
         plan.filters = [f for f in plan.filters if not f.startswith("status=")]
-        if plan.papers == "search":
+        plan.sides, plan.names, plan.aspect = [], [], ""
+        if plan.papers in ("search", "named"):
             plan.papers, plan.topic = "catalog", ""
-    elif asks_by_area(text) and not plan.per_year and plan.op not in ("similar", "compare", "cite") \
+    if plan.op == "count" and plan.papers == "catalog" and not plan.per_year and \
+            years.asks_mean(text):
+        plan.mean_rating = True  # "what's the average rating of 2026 orals?": stated
+    elif asks_by_area(text) and plan.op not in ("similar", "compare", "cite") and (
+            not plan.per_year or years.asks_acceptance(text) and len(plan.years) < 2) \
             and plan.papers in ("catalog", "search", "previous") and not plan.ids:
         # "which primary area had the most orals in 2026?", "what areas are there?", "which
-        # area has the most papers on diffusion?" (its topic counted per area)
+        # area has the most papers on diffusion?" (its topic counted per area), "which area had
+        # the best acceptance rate?" (its accepted papers, by rate)
+        if plan.per_year:
+            plan.filters = plan.filters + [f"year={y}" for y in plan.years]
+            plan.per_year, plan.years, plan.mean_rating = False, [], False
         plan.by_area, plan.op, plan.n, plan.order = True, "count", None, ""
         plan.filters = [f for f in plan.filters if not f.startswith("primary_area=")]
         if plan.papers in ("search", "catalog"):
             # (the clause that asks it: "I run a funding program: which areas have the most
             # orals?" names no topic)
             clauses = [c for c in re.split(r"[:?!;]|\.(?=\s|$)", plan.query) if asks_by_area(c)]
-            topic = years.trend_topic(_AREA_WORDS.sub(" ", clauses[0] if clauses else plan.query))
+            topic = years.trend_topic(_AREA_WORDS.sub(" ", years.without_mean(years.without_acceptance(
+                _RATING_WORDS.sub(" ", clauses[0] if clauses else plan.query)))))
             if topics.has_topic(topic):
                 plan.papers, plan.topic, plan.query = "search", topic, topic
             else:
@@ -488,6 +502,22 @@ def understand(question: str, history: Sequence[Turn], retriever: Retriever,
     plan = read_turn(question, context_from(history), reader, areas=retriever.area_names(),
                      names=retriever.name_index(), authors=authors,
                      vocabulary=_vocabulary(retriever) if authors else frozenset())
+    last = history[-1].plan if history and history[-1].plan else {}
+    m = _SIMILAR_TO.search(question)
+    if m and last.get("op") == "similar" and plan.op in ("refine", "survey", "lookup",
+                                                          "similar") and \
+            not any(f.startswith("year=") for f in plan.filters):
+        # "what about ones similar to Graph Attention Networks?" after a paper's neighbours:
+        # that paper's, with the neighbours' years kept
+        ids = plan.ids if plan.op == "similar" and plan.ids else \
+            title_ids([question[m.end():].strip(" ?.!")], retriever)
+        if ids:
+            kept = [f for f in last.get("filters") or [] if f.startswith("year=")]
+            return Plan(papers="named", op="similar", ids=ids, said=plan.said,
+                        names=plan.names or [retriever.papers[ids[0]].title],
+                        query=question[m.end():],
+                        filters=list(dict.fromkeys(plan.filters + kept)),
+                        confidence=plan.confidence)
     if plan.op == "similar" and not plan.ids and plan.papers in ("named", "search"):
         # "similar to the 2018 paper "Mixed Precision Training"", "2026 papers similar to Graph
         # Attention Networks from 2018": a whole title said, too short to be a name

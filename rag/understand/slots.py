@@ -381,9 +381,10 @@ _DANGLING = re.compile(r"(?:\s+|^)(?:and|or|with|that|which|are|were|was|is|in|f
 
 
 #: What a filter word cut from the end of a turn leaves of its frame: "among papers only",
-#: "(of the) papers only", "only".
+#: "(of the) papers only", "only", "at ICLR" (its year cut).
 _LEFT_FRAME = re.compile(r"[,;]?\s*(?:\b(?:among|of|from|within|in|for)\s+(?:the\s+|those\s+|all\s+)?"
-                         r"(?:papers|submissions|ones)(?:\s+only)?|\bonly)\s*([?.!]?)$", re.I)
+                         r"(?:papers|submissions|ones)(?:\s+only)?|\bonly|\b(?:at|in|from|for)\s+"
+                         r"(?:the\s+)?iclr)\s*([?.!]?)$", re.I)
 
 
 def _searched(question: str, spans: list[tuple[int, int]]) -> str:

@@ -241,6 +241,26 @@ def _plain(phrase: str) -> str:
 #: "average reviewer rating", "mean score": a mean asked for, not an order.
 _MEAN_RATING = re.compile(r"\b(?:average|mean|avg)\s+(?:reviewer\s+|review\s+)?(?:ratings?|"
                           r"scores?)\b", re.I)
+def asks_mean(text: str) -> bool:
+    """True when ``text`` asks for a mean reviewer rating ("average rating", "mean score")."""
+    return bool(_MEAN_RATING.search(text))
+
+
+def asks_acceptance(text: str) -> bool:
+    """True when ``text`` asks for an acceptance rate ("acceptance rate", "accept ratio")."""
+    return bool(_ACCEPTANCE.search(text))
+
+
+def without_acceptance(text: str) -> str:
+    """``text`` without the words that ask for an acceptance rate."""
+    return _ACCEPTANCE.sub(" ", text)
+
+
+def without_mean(text: str) -> str:
+    """``text`` without the words that ask for a mean rating."""
+    return _MEAN_RATING.sub(" ", text)
+
+
 #: A rating superlative: "the best rated paper of each year" is no mean.
 _SUPERLATIVE = re.compile(r"\b(?:best|worst|highest|lowest|strongest|weakest)\b", re.I)
 #: "acceptance rate", "accept ratio": the share of accepted papers.
