@@ -33,7 +33,8 @@ def _papers() -> Papers:
     ("tranformers for text", "transformers for text", [("tranformers", "transformers")]),
     ("diffusion models", "diffusion models", []),          # the papers' word
     ("export the imagery", "export the imagery", []),      # English words no paper uses
-    ("summarise the models", "summarise the models", []),  # a British spelling
+    ("summarise the models", "summarise the models", []),  # British spellings
+    ("papers analysing and modelling colour", "papers analysing and modelling colour", []),
     ("Difusion", "Difusion", []),                          # capitalised: maybe a name
 ])
 def test_a_word_no_paper_and_no_dictionary_knows_is_read_as_the_papers_word(text, expected,

@@ -75,8 +75,9 @@ def _english():
 
 def _a_word(word: str, counts: Counter, titles: frozenset) -> bool:
     """True when ``word`` is spelt as meant: an English word (pyspellchecker's list), a
-    contraction written without its apostrophe ("theres"), a British "-ise" spelling or a
-    plural of a known word, or a word of a paper's title (a name: "La-Proteina")."""
+    contraction written without its apostrophe ("theres"), a British spelling ("analysing",
+    "modelling") or a plural of a known word, or a word of a paper's title (a name:
+    "La-Proteina")."""
     if word in titles or word in _UNMARKED:
         return True
     english = _english()
@@ -84,8 +85,28 @@ def _a_word(word: str, counts: Counter, titles: frozenset) -> bool:
         return True
     if word.endswith("s") and (english.known([word[:-1]]) or counts.get(word[:-1], 0) >= 1):
         return True  # "executables"
-    british = re.sub(r"is(e|es|ed|ing|ation|ations)$", r"iz\1", word)
-    return british != word and (english.known([british]) or counts.get(british, 0) >= 1)
+    for american in _american(word):
+        if english.known([american]) or counts.get(american, 0) >= 1:
+            return True  # "analysing", "modelling", "colour": British spellings
+    return False
+
+
+#: British endings and their American forms ("analysing" -> "analyzing", "modelling" ->
+#: "modeling", "behaviour" -> "behavior", "centre" -> "center", "defence" -> "defense").
+_BRITISH = ((r"is(e|es|ed|ing|ation|ations|er|ers)$", r"iz\1"),
+            (r"ys(e|es|ed|ing|er|ers)$", r"yz\1"),
+            (r"our(s|ed|ing|al|ite|ites)?$", r"or\1"), (r"tre(s|d)?$", r"ter\1"),
+            (r"ll(ed|ing|er|ers)$", r"l\1"), (r"ence$", "ense"), (r"ogue(s)?$", r"og\1"))
+
+
+def _american(word: str) -> list[str]:
+    """The American spellings a British ``word`` may be (:data:`_BRITISH`), or []."""
+    out = []
+    for pattern, repl in _BRITISH:
+        other = re.sub(pattern, repl, word)
+        if other != word:
+            out.append(other)
+    return out
 
 
 def one_edit(a: str, b: str) -> bool:
