@@ -49,7 +49,7 @@ def examples(retriever, reader, path: Path) -> list[dict]:
     candidates' features (:func:`rag.retrieve.membership.features`), labels (1, 0, -1 for
     borderline) and the fused top :data:`POOL` ids."""
     from rag.retrieve import membership as M
-    from rag.understand.read import understand
+    from rag.understand.conversation import understand
     from rag.understand.topics import topic_phrase
 
     out = []

@@ -408,7 +408,7 @@ def test_a_named_paper_is_resolved(reader, seed_names):
 def test_the_measured_part_stays_above_a_floor(reader):
     """The reader on the labelled turns it was not tuned on (tests/data/turns, the measure
     part): a floor well under the README's figure, so a broken reader or broken weights fail."""
-    from rag.understand.read import plan_accuracy
+    from rag.understand.accuracy import plan_accuracy
     from rag.understand.turn_reader import catalog_names
 
     lists = [SHARED_DATA / "iclr2026_accepted.jsonl", SHARED_DATA / "iclr2018.jsonl"]
@@ -531,7 +531,7 @@ def test_the_scope_turns_are_well_formed_and_measured_apart(reader, tmp_path):
 def test_the_scope_reading_on_its_measure_part_stays_above_a_floor(reader):
     """On the scope turns it was not tuned on: most out-of-scope turns are read as outside and
     almost no plan-labelled turn (all in scope) is; floors well under the README's figures."""
-    from rag.understand.read import scope_accuracy
+    from rag.understand.accuracy import scope_accuracy
     from rag.understand.turn_reader import catalog_names, scope_turns
 
     lists = [SHARED_DATA / "iclr2026_accepted.jsonl", SHARED_DATA / "iclr2018.jsonl"]

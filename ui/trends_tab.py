@@ -26,7 +26,7 @@ def table_html(trend) -> str:
     rows = "".join(f"<tr><td>{r.year}</td><td>{r.n:,}</td><td>{r.total:,}</td>"
                    f"<td>{html.escape(share_text(r).split('(')[1].rstrip(')'))}</td></tr>"
                    for r in trend.rows)
-    from rag.chat.yearly import rule_text
+    from rag.conference.trends import rule_text
 
     rule = rule_text(trend) if trend.topic else "Counted from the catalog."
     scope = f" · filters: {', '.join(trend.filters)}" if trend.filters else ""

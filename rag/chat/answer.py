@@ -144,7 +144,7 @@ def retrieve_for(question: str, retriever: Retriever, settings: Settings, *, k: 
     chosen): what ``paperchat eval`` scores as retrieval."""
     from rag.chat.operations import select
     from rag.chat.refine import resolve_refine
-    from rag.understand.read import understand
+    from rag.understand.conversation import understand
 
     reader = reader or default_reader(retriever, settings)
     plan = resolve_refine(understand(question, history, retriever, reader), history,
@@ -219,7 +219,7 @@ def answer_stream(question: str, *, retriever: Retriever, generator: Generator,
     :class:`TokenEvent` (the first is the one-line direct answer, made from retrieval before
     any model call), one :class:`DoneEvent` with the checked :class:`Answer`.
 
-    The turn is read once into a :class:`rag.understand.plan.Plan` (:func:`rag.understand.read.understand`,
+    The turn is read once into a :class:`rag.understand.plan.Plan` (:func:`rag.understand.conversation.understand`,
     or ``plan`` when the caller has it: the UI re-asks a turn with one part of its plan
     removed), whose parts named in ``drop`` (:meth:`rag.understand.plan.Plan.parts` keys) are removed
     (``drop_filters``: filter strings such as ``status=oral``, the same as ``filter:`` keys);
@@ -241,7 +241,7 @@ def answer_stream(question: str, *, retriever: Retriever, generator: Generator,
     from rag.compose import extractive
     from rag.compose import quotes, templates
     from rag.compose.refusal import MIN_DENSE
-    from rag.understand.read import understand
+    from rag.understand.conversation import understand
 
     t0 = time.perf_counter()
     ms = lambda: (time.perf_counter() - t0) * 1000  # noqa: E731

@@ -158,7 +158,7 @@ def _by_area(plan: Plan, sel: Selection, retriever: Retriever) -> Outcome:
     topic = plan.topic or plan.query
     if sel.searched and has_topic(topic):
         # "which area has the most papers on diffusion?": the papers a trend counts on it
-        from rag.chat.yearly import rule_text
+        from rag.conference.trends import rule_text
         from rag.conference import trends
 
         years = [int(y) for y in f.values.get("year", [])] if f else []

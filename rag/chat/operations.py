@@ -289,64 +289,11 @@ OUTSIDE_NOTE = ("This asks something the papers' list does not say: it holds eac
 # --- running the operation -------------------------------------------------------------------
 def run(plan: Plan, sel: Selection, retriever: Retriever, settings: Settings) -> Outcome:
     """Run ``plan.op`` on the selected papers (:func:`select`); the catalog facts the plan asks
-    for (:attr:`rag.understand.plan.Plan.facts`: "was it an oral?") come first."""
-    out = _run(plan, sel, retriever, settings)
-    if not out.hits or not {"status", "rating", "area"} & set(plan.facts):
-        return out
-    about = [n for n in (out.about or [1]) if 1 <= n <= len(out.hits)][:COMPARE_MAX]
-    if "area" in plan.facts:
-        fact = direct(" ".join(_area_fact(out.hits[n - 1], n) for n in about), about)
-        rest = [f for f in plan.facts if f != "area"]
-        if rest:
-            from dataclasses import replace
+    for (:attr:`rag.understand.plan.Plan.facts`: "was it an oral?", "what area is it in?") come
+    first (:func:`rag.chat.facts.with_facts`)."""
+    from rag.chat.facts import with_facts
 
-            out = run(replace(plan, facts=rest), sel, retriever, settings)
-            return Outcome([fact] + out.sentences, out.kind, out.hits, out.table, out.about,
-                           out.prose, out.focused, out.trend)
-        out.sentences = [fact] + out.sentences
-        return out
-    if "status" in plan.facts:
-        out.sentences = [direct(" ".join(_decision(out.hits[n - 1], n) for n in about),
-                                about)] + out.sentences
-    else:
-        from rag.understand.rating_order import asks_only_rating
-
-        fact = direct(" ".join(_rating_fact(out.hits[n - 1], n) for n in about), about)
-        # "what's its rating?" asks nothing else: the abstract's sentences would answer nothing
-        out.sentences = [fact] + ([] if asks_only_rating(plan.said) else out.sentences)
-    return out
-
-
-def _area_fact(hit: Hit, n: int) -> str:
-    """"StepORLM: ... [1] is in the primary area “optimization”."; the catalog's area."""
-    p = hit.paper
-    if not p.primary_area:
-        return f"{p.title} [{n}] has no primary area in this list."
-    return f"{p.title} [{n}] is in the primary area “{p.primary_area}”."
-
-
-def _rating_fact(hit: Hit, n: int) -> str:
-    """"GEPA: ... [1] has a mean reviewer rating of 6.5 (4 reviews, 4–8)."; the catalog's
-    ratings (:meth:`rag.types.Paper.rating_text`)."""
-    p = hit.paper
-    said = p.rating_text()
-    if not said:
-        return f"{p.title} [{n}] has no reviewer ratings in this list."
-    mean, _, rest = said.removeprefix("rating ").partition(" · ")
-    return f"{p.title} [{n}] has a mean reviewer rating of {mean} ({rest})."
-
-
-def _decision(hit: Hit, n: int) -> str:
-    """"StepORLM: ... [1] was accepted as a poster (Accept (Poster); rating 6.5 · 4 reviews)."."""
-    from rag.types import status_tier
-
-    p = hit.paper
-    tier = status_tier(p.status or "")
-    said = {"oral": "was accepted as an oral", "spotlight": "was accepted as a spotlight",
-            "poster": "was accepted as a poster"}.get(tier, f"has the decision {p.status!r}"
-                                                      if p.status else "has no decision listed")
-    extra = "; ".join(x for x in (p.status, p.rating_text()) if x)
-    return f"{p.title} [{n}] {said}{f' ({extra})' if extra else ''}."
+    return with_facts(plan, _run(plan, sel, retriever, settings))
 
 
 def _one_to_compare(plan: Plan, sel: Selection, retriever: Retriever) -> Outcome:

@@ -13,6 +13,7 @@ from rag.chat.exact import Outcome
 from rag.chat.selection import Selection, _as_hits
 from rag.compose.templates import direct, heading, note
 from rag.conference import facets, trends
+from rag.conference.trends import rule_text
 from rag.filters import Filters
 from rag.understand.plan import Plan, one_year_only
 from rag.understand.topics import has_topic
@@ -108,18 +109,6 @@ def _by_decision(filters, years: list[int], retriever: Retriever) -> Outcome:
         out.append(heading(f"{y}, the {len(chosen)} best rated:"))
         out += [facets.rated_item(h, n, None) for n, h in enumerate(hits[start - 1:], start)]
     return Outcome(out, "count", hits, about=list(range(1, len(hits) + 1)))
-
-
-def rule_text(trend: trends.Trend) -> str:
-    """How a topic's papers were counted, in one sentence (:func:`rag.conference.trends.topic_trend`)."""
-    phrases = " or ".join(f"“{p}”" for p in trend.phrases) or f"“{trend.topic}”"
-    if trend.rule == "membership+phrase":
-        return (f"A paper counts when the relevance model gives it a probability of at least "
-                f"{trend.threshold:.2f} of being about the topic (searched within each year's "
-                f"papers), or its title or keywords say {phrases}, or its abstract says it "
-                f"at least twice.")
-    return (f"A paper counts when its title or keywords say {phrases}, or its abstract says it "
-            f"at least twice.")
 
 
 def _what(trend: trends.Trend) -> str:

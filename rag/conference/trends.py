@@ -316,3 +316,15 @@ def direction_text(trend: Trend) -> str:
     return (f"The {what} fell from {pa} in {a.year} to {pb} in {b.year}, about 1/{inverse:.0f}"
             f" of its {a.year} share." if inverse >= 2 else
             f"The {what} fell from {pa} in {a.year} to {pb} in {b.year} ({ratio:.2f}x).")
+
+
+def rule_text(trend: Trend) -> str:
+    """How a topic's papers were counted, in one sentence (:func:`topic_trend`)."""
+    phrases = " or ".join(f"“{p}”" for p in trend.phrases) or f"“{trend.topic}”"
+    if trend.rule == "membership+phrase":
+        return (f"A paper counts when the relevance model gives it a probability of at least "
+                f"{trend.threshold:.2f} of being about the topic (searched within each year's "
+                f"papers), or its title or keywords say {phrases}, or its abstract says it "
+                f"at least twice.")
+    return (f"A paper counts when its title or keywords say {phrases}, or its abstract says it "
+            f"at least twice.")

@@ -14,15 +14,16 @@ describe one paper. The most probable allowed pair (papers, operation) is taken,
 probability is the plan's ``confidence``: below :data:`rag.understand.plan.UNSURE_BELOW` the answer says
 which reading it took.
 
-:func:`understand` is the front door for the answer path: it builds the context from the
-history (:class:`rag.understand.history.Turn`) and the index's names (:class:`rag.retrieve.retriever.Retriever`).
-:func:`plan_accuracy` scores readings against labelled turns (``tests/data/turns``).
+:func:`rag.understand.conversation.understand` is the front door for the answer path: it builds
+the context from the history and reads the turn against the index;
+:func:`rag.understand.accuracy.plan_accuracy` scores readings against labelled turns
+(``tests/data/turns``).
 """
 
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Mapping, Sequence
+from typing import Mapping, Sequence
 
 from rag.understand import rating_order, topics, years
 from rag.understand.years import apply_per_year
@@ -34,10 +35,6 @@ from rag.understand.authors import (apply_authors, authors_said, join_coauthors,
 from rag.understand.names import NameIndex
 from rag.understand.plan import UNSURE_BELOW, Plan
 from rag.understand.turn_reader import TurnContext, TurnReader, TurnSlots, find_slots
-
-if TYPE_CHECKING:
-    from rag.backends.seams import Retriever
-    from rag.understand.history import Turn
 
 #: Operations that act on one known paper or a few, or on a topic, never on the catalog as a
 #: whole (a catalog reading counts, lists, sorts or picks the best-rated).
@@ -476,172 +473,3 @@ _THEY = re.compile(r"\b(?:they|them|their|these|those|all|each|every|both|ones|p
 def named_ids(found: TurnSlots) -> list[str]:
     """Ids of the papers the turn's names point at (:attr:`TurnSlots.names`), in order, once."""
     return list(dict.fromkeys(i for _, _, ids in found.names for i in ids))
-
-
-def context_from(history: Sequence[Turn]) -> TurnContext:
-    """The reader's view of the last turn of ``history`` (empty when there is none)."""
-    from rag.understand.history import last_with_papers
-
-    if not history:
-        return TurnContext()
-    last = last_with_papers(history)
-    order = ""
-    if last.plan and last.plan.get("op") in ("sort", "extreme"):
-        order = last.plan.get("order") or ""
-    return TurnContext(last.kind or "lookup", len(last.numbered) or len(last.papers),
-                       max(1, last.focus) if last.papers else 0, order)
-
-
-def understand(question: str, history: Sequence[Turn], retriever: Retriever,
-               reader: TurnReader) -> Plan:
-    """The :class:`Plan` of ``question`` after ``history``, read against ``retriever``'s index
-    (its areas and its papers' names)."""
-    from rag.understand.spelling import respell, respelt_note
-
-    authors = index_authors(retriever)  # (the vocabulary is read only for a list with authors)
-    plan = read_turn(question, context_from(history), reader, areas=retriever.area_names(),
-                     names=retriever.name_index(), authors=authors,
-                     vocabulary=_vocabulary(retriever) if authors else frozenset())
-    last = history[-1].plan if history and history[-1].plan else {}
-    m = _SIMILAR_TO.search(question)
-    if m and last.get("op") == "similar" and plan.op in ("refine", "survey", "lookup",
-                                                          "similar") and \
-            not any(f.startswith("year=") for f in plan.filters):
-        # "what about ones similar to Graph Attention Networks?" after a paper's neighbours:
-        # that paper's, with the neighbours' years kept
-        ids = plan.ids if plan.op == "similar" and plan.ids else \
-            title_ids([question[m.end():].strip(" ?.!")], retriever)
-        if ids:
-            kept = [f for f in last.get("filters") or [] if f.startswith("year=")]
-            return Plan(papers="named", op="similar", ids=ids, said=plan.said,
-                        names=plan.names or [retriever.papers[ids[0]].title],
-                        query=question[m.end():],
-                        filters=list(dict.fromkeys(plan.filters + kept)),
-                        confidence=plan.confidence)
-    if plan.op == "similar" and not plan.ids and plan.papers in ("named", "search"):
-        # "similar to the 2018 paper "Mixed Precision Training"", "2026 papers similar to Graph
-        # Attention Networks from 2018": a whole title said, too short to be a name
-        ids = title_ids(plan.names + [plan.query], retriever)
-        if ids:
-            plan.papers, plan.ids = "named", ids
-            plan.names = plan.names or [retriever.papers[ids[0]].title]
-            return plan
-    if plan.papers == "search" and not plan.outside and (plan.query or plan.topic):
-        # "how did difusion models change since 2018?": the papers' word, said so
-        query, changes = respell(plan.query, retriever)
-        if changes:
-            plan.query = query
-            plan.topic = respell(plan.topic, retriever)[0]
-            plan.notes = plan.notes + [respelt_note(changes)]
-    return plan
-
-
-def _title_key(text: str) -> str:
-    """A title compared whole: folded, its punctuation and quotes gone."""
-    return " ".join(re.findall(r"\w+", fold(text)))
-
-
-def title_ids(said: Sequence[str], retriever: Retriever) -> list[str]:
-    """The ids of the papers whose whole title is one of ``said`` (case, quotes and
-    punctuation aside), in order; the titles are read once per retriever."""
-    index = getattr(retriever, "_whole_titles", None)
-    if index is None:
-        index = {}
-        for p in getattr(retriever, "papers", {}).values():
-            index.setdefault(_title_key(p.title), []).append(p.id)
-        try:
-            retriever._whole_titles = index
-        except AttributeError:
-            pass
-    out: list[str] = []
-    for text in said:
-        key = _title_key(text or "")
-        out += [i for i in index.get(key, []) if i not in out] if len(key) >= 8 else []
-    return out
-
-
-def _vocabulary(retriever: Retriever) -> set[str] | frozenset[str]:
-    """The index's BM25 terms (:meth:`rag.retrieve.retriever.Retriever.vocabulary`, a set the
-    retriever keeps: not copied), or none."""
-    get = getattr(retriever, "vocabulary", None)
-    return get() if get is not None else frozenset()
-
-
-def index_authors(retriever: Retriever) -> dict[str, str]:
-    """The author names of ``retriever``'s papers (:func:`rag.understand.authors.author_index`),
-    computed once per retriever; ``{}`` for a list without author names."""
-    from rag.understand.authors import author_index
-
-    cached = getattr(retriever, "_author_index", None)
-    if cached is None:
-        cached = author_index(getattr(retriever, "papers", {}).values())
-        try:
-            retriever._author_index = cached
-        except AttributeError:  # a retriever that takes no attributes: computed each time
-            pass
-    return cached
-
-
-# --- scoring ---------------------------------------------------------------------------------
-#: Plan fields a reading must get right to count as correct (plan accuracy).
-SCORED = ("papers", "op", "aspect", "positions", "filters", "order")
-
-
-def _gold(row: dict) -> dict:
-    g = row["plan"]
-    return {"papers": g["papers"], "op": g["op"], "aspect": g.get("aspect") or "",
-            "positions": list(g.get("positions") or []) if g["papers"] == "positions" else [],
-            "filters": sorted(g.get("filters") or []),
-            "order": (g.get("order") or "") if g["op"] in ("sort", "extreme") else ""}
-
-
-def _mine(plan: Plan) -> dict:
-    return {"papers": plan.papers, "op": plan.op,  # (the schema gives a refine no aspect)
-            "aspect": plan.aspect if plan.op != "refine" else "",
-            "positions": plan.positions if plan.papers == "positions" else [],
-            "filters": sorted(plan.filters),
-            "order": plan.order if plan.op in ("sort", "extreme") else ""}
-
-
-def scope_accuracy(scope_rows: Sequence[dict], plan_rows: Sequence[dict], reader: TurnReader,
-                   areas: Sequence[str], names: NameIndex) -> dict:
-    """How the scope head's reading (:attr:`rag.understand.plan.Plan.outside`, :func:`read_turn`) fares:
-    ``out_recall``, the share of out-of-scope turns of ``scope_rows`` read as outside;
-    ``in_refused``, the share of their in-scope turns read as outside; ``plan_refused``, the
-    same over the plan-labelled ``plan_rows`` (all in scope)."""
-    from rag.understand.turn_reader import context_of
-
-    def outside(row: dict) -> bool:
-        return read_turn(row["turn"], context_of(row), reader, areas=areas, names=names).outside
-
-    outs = [r for r in scope_rows if r["scope"] == "out"]
-    ins = [r for r in scope_rows if r["scope"] == "in"]
-    share = lambda rows: round(sum(map(outside, rows)) / max(1, len(rows)), 3)  # noqa: E731
-    return {"out": len(outs), "in": len(ins), "out_recall": share(outs),
-            "in_refused": share(ins), "plan_refused": share(plan_rows)}
-
-
-def plan_accuracy(rows: Sequence[dict], reader: TurnReader, areas: Sequence[str],
-                  names: NameIndex, errors: list | None = None) -> dict:
-    """Share of labelled turns (``tests/data/turns`` format) whose reading gets every
-    :data:`SCORED` field right (``plan``), and the share right per field. Wrong readings are
-    appended to ``errors`` as ``(row, gold, mine)`` when it is given."""
-    from rag.understand.turn_reader import context_of
-
-    right = {k: 0 for k in SCORED}
-    whole = 0
-    for row in rows:
-        plan = read_turn(row["turn"], context_of(row), reader, areas=areas, names=names)
-        gold, mine = _gold(row), _mine(plan)
-        ok = True
-        for k in SCORED:
-            if gold[k] == mine[k]:
-                right[k] += 1
-            else:
-                ok = False
-        whole += ok
-        if not ok and errors is not None:
-            errors.append((row, gold, mine))
-    n = max(1, len(rows))
-    return {"n": len(rows), "plan": round(whole / n, 3),
-            **{k: round(v / n, 3) for k, v in right.items()}}

@@ -1,6 +1,6 @@
 """``python -m rag.understand.train_reader [--train]``: fit the turn reader (:mod:`rag.understand.turn_reader`) on the
 tune part of the labelled turns (``tests/data/turns``), save ``rag/understand/turn_reader.npz``, and print
-the plan accuracy (:func:`rag.understand.read.plan_accuracy`) on the tune and measure parts.
+the plan accuracy (:func:`rag.understand.accuracy.plan_accuracy`) on the tune and measure parts.
 
 The title-name features need the paper lists the labelled turns talk about
 (``../shared/data/iclr2026_accepted.jsonl`` and ``iclr2018.jsonl``). Fitting is deterministic for
@@ -47,7 +47,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         reader.save(meta={"tune_turns": len(tune), "scope_turns": len(scope_tune),
                           "lists": [p.name for p in lists]})
     reader = TurnReader.load(embedder)
-    from rag.understand.read import plan_accuracy, scope_accuracy
+    from rag.understand.accuracy import plan_accuracy, scope_accuracy
 
     for part, chosen, scope in (("tune", tune, scope_tune),
                                 ("measure", [r for r in rows if r not in tune],
