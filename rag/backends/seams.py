@@ -80,6 +80,20 @@ class Retriever(Protocol):
         ...
 
 
+def per_retriever(retriever, attr: str, compute):
+    """``compute()`` once per retriever: kept on ``retriever`` as ``attr`` and returned from
+    there after (an index re-indexed on disk is reopened as a new retriever, so nothing goes
+    stale); computed each time for a retriever that takes no attributes (a fake)."""
+    cached = getattr(retriever, attr, None)
+    if cached is None:
+        cached = compute()
+        try:
+            setattr(retriever, attr, cached)
+        except AttributeError:
+            pass
+    return cached
+
+
 def __getattr__(name: str):
     """``Embedder`` and ``Generator`` from their own modules, imported on first use (PEP 562)."""
     if name == "Embedder":

@@ -21,6 +21,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Iterable
 
+from rag.backends.seams import per_retriever
 from rag.conference import facets
 from rag.filters import Filters
 from rag.types import Paper
@@ -35,14 +36,8 @@ def year_totals(papers: Iterable[Paper]) -> dict[int, int]:
 def index_year_totals(retriever) -> dict[int, int]:
     """:func:`year_totals` of ``retriever``'s papers, counted once per retriever (an index
     re-indexed on disk is reopened as a new retriever); every turn asks it."""
-    cached = getattr(retriever, "_year_totals", None)
-    if cached is None:
-        cached = year_totals(getattr(retriever, "papers", {}).values())
-        try:
-            retriever._year_totals = cached
-        except AttributeError:  # a retriever that takes no attributes: counted each time
-            pass
-    return cached
+    return per_retriever(retriever, "_year_totals",
+                         lambda: year_totals(getattr(retriever, "papers", {}).values()))
 
 
 @dataclass

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Sequence
 
+from rag.backends.seams import per_retriever
 from rag.filters import fold
 from rag.understand.plan import Plan
 from rag.understand.read import _SIMILAR_TO, read_turn
@@ -86,15 +87,13 @@ def _title_key(text: str) -> str:
 def title_ids(said: Sequence[str], retriever: Retriever) -> list[str]:
     """The ids of the papers whose whole title is one of ``said`` (case, quotes and
     punctuation aside), in order; the titles are read once per retriever."""
-    index = getattr(retriever, "_whole_titles", None)
-    if index is None:
-        index = {}
+    def titles() -> dict[str, list[str]]:
+        index: dict[str, list[str]] = {}
         for p in getattr(retriever, "papers", {}).values():
             index.setdefault(_title_key(p.title), []).append(p.id)
-        try:
-            retriever._whole_titles = index
-        except AttributeError:
-            pass
+        return index
+
+    index = per_retriever(retriever, "_whole_titles", titles)
     out: list[str] = []
     for text in said:
         key = _title_key(text or "")
@@ -114,14 +113,8 @@ def index_authors(retriever: Retriever) -> dict[str, str]:
     computed once per retriever; ``{}`` for a list without author names."""
     from rag.understand.authors import author_index
 
-    cached = getattr(retriever, "_author_index", None)
-    if cached is None:
-        cached = author_index(getattr(retriever, "papers", {}).values())
-        try:
-            retriever._author_index = cached
-        except AttributeError:  # a retriever that takes no attributes: computed each time
-            pass
-    return cached
+    return per_retriever(retriever, "_author_index",
+                         lambda: author_index(getattr(retriever, "papers", {}).values()))
 
 
 # --- scoring ---------------------------------------------------------------------------------

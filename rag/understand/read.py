@@ -243,12 +243,12 @@ def read_turn(text: str, context: TurnContext, reader: TurnReader, *, areas: Seq
         # "2026 papers similar to Graph Attention Networks from 2018": a paper of one year
         # searched by its words, then its neighbours in the other
         papers, op = "search", "similar"
-    if context.order and _OTHER_END.fullmatch(text) and not found.filters.filters:
+    other_end = _OTHER_END.fullmatch(text) if context.order else None
+    if other_end and not found.filters.filters:
         # "and the lowest rated one?" after the best-rated paper of a filter: the same papers'
         # other end (rag.chat.refine.resolve_refine), not the whole list's
-        plan = Plan(papers="search", op="refine", topic=_OTHER_END.fullmatch(text).group(1),
-                    query=text, said=text, confidence=round(best_p / total, 4) if total else 1.0)
-        return plan
+        return Plan(papers="search", op="refine", topic=other_end.group(1), query=text,
+                    said=text, confidence=round(best_p / total, 4) if total else 1.0)
     # (a refine's aspect is kept for the question it changes: "and what metrics?" after the
     # datasets of X asks for the metrics of X; see rag.chat.refine.resolve_refine)
     aspect = max(probs["aspect"], key=probs["aspect"].get) \

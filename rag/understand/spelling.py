@@ -27,6 +27,8 @@ from collections import Counter
 from difflib import get_close_matches
 from functools import lru_cache
 
+from rag.backends.seams import per_retriever
+
 MIN_LETTERS = 5
 MIN_PAPERS = 20
 MIN_RATIO = 0.9
@@ -45,9 +47,11 @@ def _word_papers(retriever) -> tuple[Counter, dict[str, list[str]], frozenset[st
     """How many papers of ``retriever`` use each word of four or more letters (title,
     keywords, abstract), the words at least :data:`MIN_PAPERS` papers use, by first letter,
     and the words of the papers' titles (computed once per retriever)."""
-    cached = getattr(retriever, "_word_papers", None)
-    if cached is not None:
-        return cached
+    return per_retriever(retriever, "_word_papers", lambda: _count_words(retriever))
+
+
+def _count_words(retriever) -> tuple[Counter, dict[str, list[str]], frozenset[str]]:
+    """:func:`_word_papers`, counted."""
     counts: Counter = Counter()
     for text in retriever.search_texts().values():
         counts.update(set(re.findall(r"[a-z]{4,}", text.lower())))
@@ -57,12 +61,7 @@ def _word_papers(retriever) -> tuple[Counter, dict[str, list[str]], frozenset[st
             common.setdefault(w[0], []).append(w)
     titles = {w for p in retriever.papers.values() for w in re.findall(r"[a-z]{4,}",
                                                                         p.title.lower())}
-    out = (counts, common, frozenset(titles))
-    try:
-        retriever._word_papers = out
-    except AttributeError:
-        pass
-    return out
+    return counts, common, frozenset(titles)
 
 
 @lru_cache(maxsize=1)
