@@ -152,13 +152,12 @@ def _by_area(plan: Plan, sel: Selection, retriever: Retriever) -> Outcome:
     catalog reading, else the papers in hand), against the areas' papers under the filters
     other than a decision or a rating; the first by rating as the hits."""
     from rag.conference import breakdowns
-    from rag.filters import Filters
 
     f = sel.filters
     topic = plan.topic or plan.query
+    rule = ""
     if sel.searched and has_topic(topic):
         # "which area has the most papers on diffusion?": the papers a trend counts on it
-        from rag.conference.trends import rule_text
         from rag.conference import trends
 
         years = [int(y) for y in f.values.get("year", [])] if f else []
@@ -172,15 +171,8 @@ def _by_area(plan: Plan, sel: Selection, retriever: Retriever) -> Outcome:
         kept = [x for x in (f.as_strings() if f else []) if not x.startswith(("status=", "rating"))]
         what = f"{facets.describe_plural(said)} on “{topic}”" + \
             (f" matching {', '.join(kept)}" if kept else "")
-        out = breakdowns.by_area(chosen, scope, what, "area's papers",
-                                 _BY_RATE.search(plan.said or "") is not None)
-        out.append(note(rule_text(trend)))
-        listed = _as_hits(facets.by_rating(chosen)[:facets.LISTED])
-        if listed:
-            out.append(heading(f"The first {len(listed)} by mean reviewer rating:"))
-            out += [facets.rated_item(h, i, None) for i, h in enumerate(listed, start=1)]
-        return Outcome(out, "count", listed)
-    if sel.every is not None:
+        rule = trends.rule_text(trend)
+    elif sel.every is not None:
         chosen = facets.matching(retriever.papers, f or None)
         rest = Filters({k: v for k, v in f.values.items() if k not in ("status", "rating")}) \
             if f else Filters()
@@ -191,6 +183,8 @@ def _by_area(plan: Plan, sel: Selection, retriever: Retriever) -> Outcome:
         what = f"papers of {sel.scope}" if sel.scope else "papers"
     out = breakdowns.by_area(chosen, scope, what, "area's papers",
                              _BY_RATE.search(plan.said or "") is not None)
+    if rule:
+        out.append(note(rule))
     listed = _as_hits(facets.by_rating(chosen)[:facets.LISTED])
     if listed:
         out.append(heading(f"The first {len(listed)} by mean reviewer rating:"))
