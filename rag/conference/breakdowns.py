@@ -15,6 +15,7 @@ from collections import Counter
 from typing import Iterable, Sequence
 
 from rag.compose.templates import direct, note
+from rag.conference.trends import mean_rating
 from rag.types import AnswerSentence, Paper, status_tier
 
 #: Tiers in the order a table lists them (accepted tiers first), with the words for each.
@@ -28,12 +29,6 @@ _ACCEPTED = ("oral", "spotlight", "poster", "accept")
 def tier_counts(papers: Iterable[Paper]) -> Counter:
     """Papers per decision tier (:func:`rag.types.status_tier`; ``""`` for none listed)."""
     return Counter(status_tier(p.status or "") for p in papers)
-
-
-def _mean(papers: Sequence[Paper]) -> float | None:
-    """The mean of the rated ``papers``' mean ratings (each paper weighs the same), or None."""
-    rated = [p.rating["mean"] for p in papers if p.rating]
-    return sum(rated) / len(rated) if rated else None
 
 
 def _share(n: int, total: int) -> str:
@@ -75,20 +70,19 @@ def by_decision(groups: dict[str, Sequence[Paper]], what: str) -> list[AnswerSen
     out.append(direct(head if len(groups) == 1 else f"{what[0].upper()}{what[1:]} by decision: "
                       f"{head}", []))
     cols = list(groups)
-    rows = [f"| decision | {' | '.join(cols) if len(cols) > 1 else 'papers'} |", "|---|" + "---:|" * len(cols)]
+    means = {g: {t: mean_rating(p for p in groups[g] if status_tier(p.status or "") == t)
+                 for t in present} for g in cols}
+    # each decision's mean reviewer rating, per group, beside the counts (when any is rated)
+    rated = any(m is not None for g in cols for m in means[g].values())
+    rows = [f"| decision | {' | '.join(cols) if len(cols) > 1 else 'papers'} |" +
+            ("".join(f" mean rating{f' {g}' if len(cols) > 1 else ''} |" for g in cols)
+             if rated else ""),
+            "|---|" + "---:|" * len(cols) * (2 if rated else 1)]
     for t in present:
         rows.append(f"| {TIER_NAMES[t]} | " + " | ".join(
-            f"{counts[g][t]:,} ({_share(counts[g][t], len(groups[g]))})" for g in cols) + " |")
-    means = {g: {t: _mean([p for p in groups[g] if status_tier(p.status or "") == t])
-                 for t in present} for g in cols}
-    if any(m is not None for g in cols for m in means[g].values()):
-        # each decision's mean reviewer rating, per group, beside the counts
-        rows[0] = rows[0].rstrip() + "".join(f" mean rating{f' {g}' if len(cols) > 1 else ''} |"
-                                             for g in cols)
-        rows[1] += "---:|" * len(cols)
-        for i, t in enumerate(present, start=2):
-            rows[i] += "".join(f" {means[g][t]:.2f} |" if means[g][t] is not None else " – |"
-                               for g in cols)
+            f"{counts[g][t]:,} ({_share(counts[g][t], len(groups[g]))})" for g in cols) + " |" +
+            ("".join(f" {means[g][t]:.2f} |" if means[g][t] is not None else " – |"
+                     for g in cols) if rated else ""))
     if any(counts[g][t] for g in cols for t in _ACCEPTED):
         rows.append("| **accepted** | " + " | ".join(
             f"{sum(counts[g][t] for t in _ACCEPTED):,} "
