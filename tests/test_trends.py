@@ -857,3 +857,20 @@ def test_another_papers_neighbours_after_a_neighbours_answer_keep_their_year(two
     assert ans.hits and all(h.paper.year == 2026 for h in ans.hits), (
         first.plan["filters"], ans.plan["filters"], ans.filters_applied,
         [(h.id, h.paper.year) for h in ans.hits])
+
+
+def test_a_decision_asked_after_a_count_per_area_is_counted_per_area_again(two_years, scripted):
+    from collections import Counter
+
+    from rag.understand.history import turn_after
+
+    settings, retriever, rows = two_years
+    first = ask("which primary area had the most orals in 2026?", settings, retriever, scripted)
+    posters = Counter(r["primary_area"] for i, r in enumerate(rows)
+                      if i not in AS_2018 and i not in ORALS_2026)
+    (top, n), = posters.most_common(1)
+    ans = ask("which one had the most posters?", settings, retriever, scripted,
+              history=[turn_after(first)])
+    # (not the one paper of the orals with the most posters: the posters of 2026 per area)
+    assert ans.plan["by_area"] and sorted(ans.plan["filters"]) == ["status=poster", "year=2026"]
+    assert f"the most are in “{top}” ({n}, " in ans.text

@@ -61,6 +61,12 @@ def understand(question: str, history: Sequence[Turn], retriever: Retriever,
                         query=question[m.end():],
                         filters=list(dict.fromkeys(plan.filters + kept)),
                         confidence=plan.confidence)
+    status = [f for f in plan.filters if f.startswith(("status=", "year="))]
+    if last.get("by_area") and status and _AREA_GOES_ON.search(question):
+        # "which one had the most withdrawals?", "and rejects?" after orals per area: the
+        # count per area again with the new decision (or year), not the previous papers'
+        return Plan(papers="search", op="refine", filters=status, query=question,
+                    said=question, confidence=plan.confidence)
     if plan.op == "similar" and not plan.ids and plan.papers in ("named", "search"):
         # "similar to the 2018 paper "Mixed Precision Training"", "2026 papers similar to Graph
         # Attention Networks from 2018": a whole title said, too short to be a name
@@ -77,6 +83,13 @@ def understand(question: str, history: Sequence[Turn], retriever: Retriever,
             plan.topic = respell(plan.topic, retriever)[0]
             plan.notes = plan.notes + [respelt_note(changes)]
     return plan
+
+
+#: A turn that goes on from a count per area: "which one had the most withdrawals?", "and
+#: rejects?", "what about 2018?", "same for posters".
+_AREA_GOES_ON = re.compile(r"^\W*(?:and\s+|so\s+|ok\W*\s*)?(?:(?:which|what)\s+(?:one|area|of\s+"
+                           r"(?:them|those|these))\b|(?:what|how)\s+about\b|same\s+(?:for|with)\b|"
+                           r"now\s+for\b|(?<=and\s)\w)", re.I)
 
 
 def _title_key(text: str) -> str:

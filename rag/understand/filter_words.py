@@ -34,9 +34,9 @@ _WORKSHOP = re.compile(r"\b(?:(?:invited|moved|sent|relegated|demoted)\s+to\s+)?
                        r"track\b|\bworkshop[-\s]+(?:track\s+)?(?:papers?|submissions?|posters?|"
                        r"decisions?|invit\w*)\b", re.I)
 # "the lowest rated accepted poster", "worst 2026 oral", "number of 2018 rejects": a decision as
-# the noun itself, after a year, a rating word or a superlative
+# the noun itself, after a year, a rating word or a superlative ("which area had the most posters?")
 _TIER_NOUN = re.compile(r"\b(?:(?:19|20)\d\d|rated|scored|reviewed|accepted|best|worst|highest|"
-                        r"lowest|top|bottom|strongest|weakest|\d{1,2})\s+(orals?|posters?|"
+                        r"lowest|top|bottom|strongest|weakest|most|fewest|more|fewer|\d{1,2})\s+(orals?|posters?|"
                         r"spotlights?|rejects?|rejections)\b(?!\s+(?:sessions?|tracks?|"
                         r"presentations?|papers?|submissions?|works?)\b)", re.I)
 # "among the orals", "accepted as an oral", "oral presentations", "the orals"
