@@ -28,6 +28,7 @@ import math
 import re
 import unicodedata
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Iterable
 
 from rag.errors import PaperchatError
@@ -75,9 +76,10 @@ def author_matches(wanted: str, name: str) -> bool:
     """True when ``wanted`` equals the author ``name`` or is a whole-word part of it, both
     :func:`fold`-ed and without initials (:func:`name_core`: ``"bengio"`` matches ``"Yoshua
     Bengio"``, ``"Quoc Le"`` matches ``"Quoc V. Le"``; ``"ben"`` does not), or names the same
-    surname with a first name that starts the other's, at least :data:`SHORT_FIRST_NAME`
-    letters ("Anima Anandkumar" and "Animashree Anandkumar"; "Sam Bengio" and "Samy Bengio"
-    are too short to be read as one)."""
+    surname with the same first name (middle names aside: "Zack Lipton", "Zack Chase Lipton"),
+    a nickname of it ("Sam Schoenholz", "Samuel Schoenholz"), or one that starts the other's,
+    at least :data:`SHORT_FIRST_NAME` letters ("Anima Anandkumar" and "Animashree
+    Anandkumar"; "Sam Bengio" and "Samy Bengio" are neither)."""
     core = name_core(wanted)  # (an initial alone, "A.", is compared as it is)
     w, n = (core, name_core(name)) if core else (fold(wanted), fold(name))
     if not w:
@@ -85,20 +87,42 @@ def author_matches(wanted: str, name: str) -> bool:
     if w == n or re.search(rf"(?<!\w){re.escape(w)}(?!\w)", n) is not None:
         return True
     ws, ns = w.split(), n.split()
-    # "Anima Anandkumar" is "Animashree Anandkumar": one surname, and one first name the
-    # start of the other, five letters or more (the lists write one person both ways)
-    return len(ws) > 1 and len(ns) > 1 and ws[-1] == ns[-1] and \
-        min(len(ws[0]), len(ns[0])) >= SHORT_FIRST_NAME and \
-        (ns[0].startswith(ws[0]) or ws[0].startswith(ns[0]))
+    if len(ws) < 2 or len(ns) < 2 or ws[-1] != ns[-1]:
+        return False
+    # one surname, and the first names (middle names aside: "Zack Lipton" is "Zack Chase
+    # Lipton") the same, one the other's nickname ("Sam" and "Samuel", "Zack" and "Zachary";
+    # "Sam" and "Samy" are not), or one the start of the other, five letters or more ("Anima"
+    # and "Animashree"): the lists write one person all these ways
+    a, b = ws[0], ns[0]
+    return a == b or _nickname(a, b) or min(len(a), len(b)) >= SHORT_FIRST_NAME and (
+        b.startswith(a) or a.startswith(b))
+
+
+@lru_cache(maxsize=4096)
+def _nickname(a: str, b: str) -> bool:
+    """True when first name ``a`` is a nickname of ``b`` or ``b`` of ``a`` (lower case), by the
+    hand-curated English table of the ``nicknames`` package (Old Dominion University's list)."""
+    table = _nicknamer()
+    return b in table.nicknames_of(a) | table.canonicals_of(a) or \
+        a in table.nicknames_of(b) | table.canonicals_of(b)
+
+
+@lru_cache(maxsize=1)
+def _nicknamer():
+    from nicknames import NickNamer
+
+    return NickNamer()
 
 
 def name_core(name: str) -> str:
     """A person's name :func:`fold`-ed with its initials left out ("Geoffrey E. Hinton" ->
     "geoffrey hinton", "Quoc V. Le" -> "quoc le") and an umlaut's "e" dropped before a consonant
-    ("Schoelkopf" -> "scholkopf", as "Schölkopf" folds): the lists spell one person both ways."""
-    words = fold(name).replace(".", " ").split()
-    # ("Schoelkopf" is "Schölkopf" written without the umlaut: fold gives "scholkopf")
-    return " ".join(re.sub(r"([aou])e(?=[^aeiouy])", r"\1", w) for w in words if len(w) > 1)
+    in the last word ("Schoelkopf" -> "scholkopf", as "Schölkopf" folds): the lists spell one
+    person both ways."""
+    words = [w for w in fold(name).replace(".", " ").split() if len(w) > 1]
+    # ("Schoelkopf" is "Schölkopf" written without the umlaut: fold gives "scholkopf"; in the
+    # surname only: "Samuel" and "Joel" are no umlauts)
+    return " ".join(words[:-1] + [re.sub(r"([aou])e(?=[^aeiouy])", r"\1", w) for w in words[-1:]])
 
 
 def coauthors(value: str) -> list[str]:

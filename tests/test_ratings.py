@@ -221,6 +221,14 @@ def test_several_rating_conditions_form_a_range():
     ("Pr\u00fcgel", ["Adam Pru\u0308gel-Bennett"], True),  # NFC value, NFD name
     ("Hinton", [], False),                           # no authors (ICLR 2026): never
     ("a.", ["Jane A. Doe"], True),
+    # one person written several ways: a middle name, a nickname, an umlaut's "e"
+    ("Zack Lipton", ["Zack Chase Lipton"], True),
+    ("Zack Lipton", ["Zachary C. Lipton"], True),
+    ("Samuel Schoenholz", ["Sam S. Schoenholz"], True),
+    ("Samuel Schoenholz", ["Samuel Stern Schoenholz"], True),
+    ("Sam Bengio", ["Samy Bengio"], False),             # no nickname of "Sam"
+    ("Zack Lipton", ["Zack Chase Smith"], False),       # another surname
+    ("Bernhard Schoelkopf", ["Bernhard Schölkopf"], True),
 ])
 def test_author_filter(value, authors, expected):
     paper = Paper("a", "t", "x", authors=authors)

@@ -25,7 +25,7 @@ _WORD = re.compile(r"[^\W\d_][\w'’.\-]*", re.U)
 def author_index(papers: Iterable) -> dict[str, str]:
     """Folded full name -> the name as the list spells it, for every author of ``papers`` whose
     name has two to four words (the first spelling met is kept), with and without its initials
-    (:func:`rag.filters.name_core`), and by a shortened first name of at least five letters with
+    (:func:`rag.filters.name_core`), by its first and last names alone, and by a shortened first name of at least five letters with
     the surname (of at least five) when one person of the list has it ("geoff hinton")."""
     from rag.filters import name_core
 
@@ -33,7 +33,10 @@ def author_index(papers: Iterable) -> dict[str, str]:
     short: dict[str, set[str]] = {}
     for p in papers:
         for name in p.authors or ():
-            for key in (fold(name), name_core(name)):  # ("geoffrey hinton": "Geoffrey E. Hinton")
+            plain = [w for w in fold(name).replace(".", " ").split() if len(w) > 1]
+            # ("geoffrey hinton": "Geoffrey E. Hinton"; "zack lipton": "Zack Chase Lipton";
+            # "samuel schoenholz": "Samuel S. Schoenholz", the umlaut's "e" kept)
+            for key in (fold(name), name_core(name), " ".join(plain[:1] + plain[-1:])):
                 words = key.split()
                 if 2 <= len(words) <= 4 and not set(words) & _NOT_A_NAME:
                     out.setdefault(key, name.strip())
