@@ -186,7 +186,9 @@ def test_facet_count_of_nothing_says_what_the_index_holds():
     ("how many papers in this index?", ""),
     # the query left once "orals" is read as a filter; a search's topic kept from before
     ("how many on diffusion language models?", "diffusion language models"),
-    ("on diffusion language models", "diffusion language models")])
+    ("on diffusion language models", "diffusion language models"),
+    ("how many papers dealt with federated learning?", "federated learning"),
+    ("how many submissions tackled continual learning?", "continual learning")])
 def test_topic_of_a_count_question(question, topic):
     from rag.understand.topics import count_topic, has_topic
 

@@ -187,6 +187,14 @@ AREAS = ["learning theory", "causal reasoning", "optimization", "generative mode
     # a count is a question about a part of the list, like a status or an order
     ("how many papers in causal reasonning?", ["primary_area=causal reasoning"]),
     ("papers in learning theory of deep networks", []),
+    # a venue after "papers from" is no author; decisions after "not counting" are left out
+    ("meta-learning papers from ICLR 2018", ["year=2018"]),
+    ("In 2018, how many submissions were rejected outright (i.e. decision Reject, not counting "
+     "workshop invites or withdrawals)?", ["year=2018", "status=rejected"]),
+    ("how many 2018 papers were rejected, excluding withdrawn ones?",
+     ["year=2018", "status=rejected"]),
+    ("highest-rated paper that was still rejected in 2018", ["year=2018", "status=rejected"]),
+    ("which area had the most posters?", ["status=poster"]),
 ])
 
 def test_filters_said_in_new_ways(text, filters):

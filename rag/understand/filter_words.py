@@ -17,13 +17,20 @@ _TIER_BEFORE = re.compile(rf"\b(orals?|spotlights?|posters?|rejected|withdrawn|a
                           rf"(?:(?:iclr\s+)?(?:19|20)\d\d\s+|iclr\s+)?{_PAPERS}\b|"
                           # "rejected GAN papers": a decision adjective before a topic's papers
                           rf"\b(rejected|withdrawn|accepted)\s+(?:[\w-]+\s+){{1,2}}{_PAPERS}\b", re.I)
+#: "was still rejected", "were eventually withdrawn": an adverb between the verb and the decision.
+_ADVERB = r"(?:(?:still|eventually|ultimately|finally|nonetheless|nevertheless|actually|also|" \
+          r"then|later)\s+)?"
+#: "not counting workshop invites or withdrawals", "excluding withdrawn ones": the decisions
+#: after it are left out, not asked for.
+EXCLUDING = re.compile(r"\b(?:not\s+counting|not\s+including|excluding|exclude|except(?:\s+for)?|"
+                       r"other\s+than|but\s+not|apart\s+from|leaving\s+out|minus|ignoring)\b", re.I)
 # "papers that were rejected", "submissions withdrawn", "how many papers got accepted as orals"
 _TIER_AFTER = re.compile(rf"\b{_PAPERS}\s+(?:(?:that|which)\s+)?(?:(?:were|was|got|are|is|have been|"
-                         r"has been)\s+)?(rejected|withdrawn|accepted)(?:\s+as\s+(?:an?\s+)?"
+                         rf"has been)\s+{_ADVERB})?(rejected|withdrawn|accepted)(?:\s+as\s+(?:an?\s+)?"
                          r"(orals?|spotlights?|posters?))?\b", re.I)
 # "How many papers by X were rejected?": the decision said at the end, after other words (or
 # before the conference: "... were accepted at ICLR 2026")
-_TIER_PASSIVE = re.compile(r"\b(?:were|was|got|have been|has been)\s+(rejected|withdrawn|accepted)"
+_TIER_PASSIVE = re.compile(rf"\b(?:were|was|got|have been|has been)\s+{_ADVERB}(rejected|withdrawn|accepted)"
                            r"(?:\s+(?:at|to|in|by|into)\s+(?:the\s+)?(?:iclr|conference|main)\b"
                            r"[^?.!]*|\s+(?:at|in)\s+(?:iclr\s*)?(?:19|20)\d\d|\s+(?:that|this|the\s+same)"
                            r"\s+year|\s+then|\s+(?:each|every|per|by)\s+year|\s+(?:in\s+)?(?:both|the\s+two)"
@@ -208,9 +215,12 @@ _YEAR = re.compile(r"(?<![\w.@/-])((?:19|20)\d\d)(?![\w.@/-]*\d)(?!\s*(?:tokens?
                    r"samples?|images?|examples?|problems?)\b)(?<!\b(?:19\d\d|200\d)(?=\s+papers))",
                    re.I)
 # "papers by Yoshua Bengio", "work from Sergey Levine", "authored by Chelsea Finn"
+#: A venue said after "papers from": "meta-learning papers from ICLR 2018" names no author.
+_VENUE_NAME = (r"(?i:iclr|neurips|nips|icml|cvpr|iccv|eccv|acl|emnlp|naacl|aaai|ijcai|colt|"
+               r"aistats|uai|kdd|openreview|arxiv)(?![a-z])")
 _AUTHOR = re.compile(rf"\b(?i:(?:{_PAPERS}|anything|everything|something|stuff|these|those|them|"
                      r"any)\s+(?:written\s+|authored\s+)?(?:by|from)|authored\s+by|written\s+by)"
-                     r"\s+((?:[A-Z][\w'.\-]*\.?\s+){0,3}[A-Z][\w'\-]+)", re.U)
+                     rf"\s+(?!{_VENUE_NAME})((?:[A-Z][\w'.\-]*\.?\s+){{0,3}}[A-Z][\w'\-]+)", re.U)
 #: Words after "by" that say an order, not an author ("sorted by rating", "by reviewer score").
 _ORDER_WORDS = (r"(?:rat\w*|scor\w*|review\w*|relevan\w*|mean|average|avg|date|year|area|topic|"
                 r"how|their|its|the|a|him|her|them|me|us|you|it|this|that|these|those)\b")

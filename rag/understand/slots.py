@@ -34,7 +34,7 @@ from typing import Sequence
 from rag.filters import FilterError, Filters
 from rag.understand.area_words import (TRACK_VERB, _AREA, _AREA_END, _AREA_NAMED, _AREA_PAPERS,
                                        _IN_AREA, _content_words, match_area)
-from rag.understand.filter_words import (MAX_AUTHOR_CHARS, SHORT_YEAR, _AFTER_THRESHOLD,
+from rag.understand.filter_words import (EXCLUDING, MAX_AUTHOR_CHARS, SHORT_YEAR, _AFTER_THRESHOLD,
                                          _AUTHOR,
                                          _AUTHOR_LOWER, _AUTHOR_OWNER, _BARE_RATING, _DROP_OPS,
                                          _DROP_RATING, _GOT_RATING, _ONLY_RATING, _OPS, _PLUS,
@@ -173,10 +173,17 @@ def read_filters(question: str, *, areas: Sequence[str] = ()) -> FilterSlots:
     asked = [m.span() for m in _STATUS_ASKED.finditer(question)]
     asked += [m.span() for m in _COUNTING.finditer(question)]  # "counting rejected and withdrawn"
 
+    excluding = [m.end() for m in EXCLUDING.finditer(question)]
+
     def take(m: re.Match, key: str, value: str, start: int | None = None, end: int | None = None):
         a, b = (m.start() if start is None else start), (m.end() if end is None else end)
         if key == "status" and any(a < e and s < b for s, e in asked):
             return  # "is it an oral?": asked about, not a filter
+        if key == "status" and any(e <= a and a - e < 60 and not re.search(r"[()?!;.]",
+                                                                            question[e:a])
+                                   for e in excluding):
+            spans.append((a, b))  # "not counting workshop invites": left out, not asked for
+            return
         if key == "status" and value in ("accepted", "rejected", "withdrawn") and \
                 _OTHER_VENUE.match(question, b):
             return  # "also accepted at CVPR?": another venue's decision, not this list's

@@ -86,8 +86,10 @@ _COUNT_LEAD = re.compile(
     r"(?<=many\s)(?=(?:are\s+there\s+)?(?:about|on|regarding|concerning)\s))"
     r"(?:(?:are|were|is|was|did|do|have|has)\s+)?(?:there\s+)?(?:(?:in|at|from)\s+(?:this|the)\s+"
     r"(?:index|list|corpus|conference)\s+)?(?:(?:that\s+)?(?:are\s+|were\s+)?(?:about|on|"
-    r"studying|study|use|using|propose|proposing|address|addressing|mention|mentioning|"
-    r"concerning|regarding|related to|deal(?:ing)? with|focus(?:ing)? on|in)\s+)?", re.I)
+    r"studying|stud(?:y|ies|ied)|us(?:e|es|ed|ing)|propos(?:e|es|ed|ing)|address(?:es|ed|ing)?|"
+    r"mention(?:s|ed|ing)?|concerning|regarding|related to|deal(?:s|t|ing)? with|"
+    r"focus(?:es|ed|ing)? on|tackl(?:e|es|ed|ing)|cover(?:s|ed|ing)?|explor(?:e|es|ed|ing)|"
+    r"investigat(?:e|es|ed|ing)|look(?:s|ed)? at|in)\s+)?", re.I)
 _TRAILER = re.compile(r"\s*(?:(?:in|at|from)?\s*(?:this|the)\s+(?:index|list|corpus|conference)|"
                       r"(?:got|get|were|was|are|have\s+been|has\s+been)\s+(?:in|accepted)|"
                       r"(?:at|in)\s+ICLR(?:\s+\d{4})?|(?:(?:are|were|is|was)\s+)?there(?:\s+are)?)?"
