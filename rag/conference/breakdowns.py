@@ -142,7 +142,10 @@ def by_area(chosen: Sequence[Paper], scope: Sequence[Paper], what: str,
         where = (" and ".join(f"“{a}”" for a in ties) +
                  f" ({counts[top]:,} each, {_share(counts[top], len(chosen))})" if len(ties) > 1
                  else f"“{top}” ({counts[top]:,}, {_share(counts[top], len(chosen))})")
-        head = f"{len(chosen):,} {what} in {len(counts)} primary areas; the most are in {where}."
+        # (the area first: "which area had the most submissions, and how many?" is answered
+        # by the first number said)
+        head = f"The most are in {where}, of the {len(chosen):,} {what} in " \
+               f"{len(counts)} primary areas."
     rows = ["| primary area | " + ("count | share | " + f"{scope_what} | rate |" if part else
                                   "papers | share |"),
             "|---|" + "---:|" * (4 if part else 2)]
