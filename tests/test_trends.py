@@ -9,6 +9,7 @@ corpus with seven papers made ICLR 2018 ones), never taken from the code under t
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -773,7 +774,7 @@ def test_a_count_per_area_ranks_the_areas_of_the_filters_papers(two_years, scrip
     assert n > m  # (the seed list: most of its papers are on optimization)
     ans = ask("what primary areas are there in 2026?", settings, retriever, scripted)
     assert ans.plan["by_area"] and ans.plan["filters"] == ["year=2026"]
-    assert f"the most are in “{top}” ({n}, {100 * n / len(of_2026):.1f}%)" in ans.text
+    assert f"The most are in “{top}” ({n}, {100 * n / len(of_2026):.1f}%)" in ans.text
     assert f"| {second} | {m} | {100 * m / len(of_2026):.1f}% |" in ans.text
     # a decision counted per area: against each area's papers
     ans = ask("which primary area had the most orals in 2026?", settings, retriever, scripted)
@@ -826,7 +827,7 @@ def test_the_best_rate_per_area_ranks_the_areas_by_their_share(two_years, script
     assert head.text.startswith("By rate, among the areas with at least 20 papers: “B” has the "
                                 "highest (15 of 30, 50.0%), “A” the lowest (10 of 40, 25.0%)")
     head = by_area(chosen, big + small, "accepted papers", "area's papers")[0]
-    assert "the most are in “B” (15, 60.0%)" in head.text
+    assert "The most are in “B” (15, 60.0%)" in head.text
 
 
 def test_the_other_year_after_narrowing_a_search_is_that_search_narrowed_alike(two_years,
@@ -873,4 +874,72 @@ def test_a_decision_asked_after_a_count_per_area_is_counted_per_area_again(two_y
               history=[turn_after(first)])
     # (not the one paper of the orals with the most posters: the posters of 2026 per area)
     assert ans.plan["by_area"] and sorted(ans.plan["filters"]) == ["status=poster", "year=2026"]
-    assert f"the most are in “{top}” ({n}, " in ans.text
+    assert f"The most are in “{top}” ({n}, " in ans.text
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("mean rating of LLM papers vs the rest in 2026", True),
+    ("do RL papers get higher ratings than the rest?", True),
+    ("how do orals compare to the rest in ratings?", True),
+    ("are LLM papers rated higher than others in iclr26?", True),
+    ("LLM papers vs the rest", False),  # no rating asked
+    ("what's the average rating of 2026 orals?", False),  # no other papers
+])
+def test_a_topics_ratings_against_the_rest_are_asked_in_so_many_words(text, expected):
+    from rag.understand.years import asks_mean_against_rest
+
+    assert asks_mean_against_rest(text) is expected
+
+
+def test_the_mean_rating_of_a_topic_is_stated_beside_the_rests(two_years, scripted):
+    settings, retriever, rows = two_years
+    ans = ask("what's the average rating of optimization papers in 2026 vs the rest?", settings,
+              retriever, scripted)
+    assert ans.plan["mean_rating"] and ans.plan["op"] == "count"
+    assert ans.plan["filters"] == ["year=2026"] and ans.plan["topic"] == "optimization"
+    of_2026 = [r for i, r in enumerate(rows) if i not in AS_2018]
+    m = re.search(r"^(\d+) of the (\d+) papers matching year=2026 are on “optimization”.*"
+                  r"Their mean reviewer rating is (\d+\.\d\d) .*the other (\d+) papers' is "
+                  r"(\d+\.\d\d)", ans.text, re.S)
+    assert m, ans.text[:300]
+    n, total, on, rest_n, rest = int(m[1]), int(m[2]), float(m[3]), int(m[4]), float(m[5])
+    assert total == len(of_2026) and n + rest_n == total and 0 < n < total
+    # the two means, weighted by their papers, are the mean of every 2026 paper's mean rating
+    overall = sum(sum(r["ratings"]) / len(r["ratings"]) for r in of_2026) / len(of_2026)
+    assert abs((n * on + rest_n * rest) / total - overall) < 0.01
+    assert all(h.paper.year == 2026 for h in ans.hits) and len(ans.hits) == min(n, 10)
+
+
+def test_a_decision_against_the_rest_in_ratings_is_every_decisions_mean(two_years, scripted):
+    settings, retriever, rows = two_years
+    ans = ask("were 2018 orals rated higher than the rest?", settings, retriever, scripted)
+    assert ans.plan["by_decision"] and ans.plan["filters"] == ["year=2018"]
+    orals = [r for i, r in enumerate(rows) if AS_2018.get(i) == "Oral"]
+    mean = sum(sum(r["ratings"]) / len(r["ratings"]) for r in orals) / len(orals)
+    assert f"| oral | {len(orals)} ({100 * len(orals) / len(AS_2018):.1f}%) | {mean:.2f} |" \
+        in ans.text
+
+
+def test_another_year_set_against_a_count_is_the_count_in_both_years(two_years, scripted):
+    from rag.understand.history import turn_after
+
+    settings, retriever, rows = two_years
+    first = ask("how many orals in 2018?", settings, retriever, scripted)
+    ans = ask("and how does that compare to 2026, is it growing?", settings, retriever, scripted,
+              history=[turn_after(first)])
+    per_year = {r["year"]: r["n"] for r in ans.trend["years"]}
+    assert per_year == {2018: sum(1 for v in AS_2018.values() if v == "Oral"),
+                        2026: len(ORALS_2026)}
+    # "and how many in 2026?" asks for 2026 alone
+    ans = ask("and how many in 2026?", settings, retriever, scripted, history=[turn_after(first)])
+    assert ans.trend is None and ans.plan["filters"] == ["status=oral", "year=2026"]
+
+
+def test_a_preamble_about_a_note_names_no_topic(two_years, scripted):
+    settings, retriever, rows = two_years
+    ans = ask("I'm writing a short note on how ICLR grew. Could you give me the number of "
+              "accepted papers for each of the two years?", settings, retriever, scripted)
+    per_year = {r["year"]: r["n"] for r in ans.trend["years"]}
+    assert per_year == {2018: sum(1 for v in AS_2018.values() if v in ("Oral", "Poster")),
+                        2026: len(rows) - len(AS_2018)}
+    assert ans.trend["topic"] == ""

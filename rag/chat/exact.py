@@ -69,6 +69,8 @@ def _count(plan: Plan, sel: Selection, retriever: Retriever) -> Outcome:
         return _by_decision(plan, sel, retriever)
     if plan.by_area:
         return _by_area(plan, sel, retriever)
+    if sel.searched and has_topic(plan.query) and plan.mean_rating:
+        return _topic_mean(plan, sel, retriever)
     if sel.searched and has_topic(plan.query):
         topic = plan.topic or plan.query
         total = len(facets.matching(retriever.papers, sel.filters or None))
@@ -113,6 +115,44 @@ def _count(plan: Plan, sel: Selection, retriever: Retriever) -> Outcome:
     if len(listed) > len(new_hits):
         out.append(heading(f"… and {len(listed) - len(new_hits):,} more."))
     return Outcome(out, "count", new_hits)
+
+
+def _topic_mean(plan: Plan, sel: Selection, retriever: Retriever) -> Outcome:
+    """"what's the average rating of diffusion papers in 2026?", "mean rating of LLM papers vs
+    the rest": the mean reviewer rating of the papers on the topic among those the filters
+    admit (counted by the trend rule, :func:`rag.conference.trends.topic_papers`, the rule
+    stated), beside the mean of the other papers the filters admit; the first by rating as the
+    hits."""
+    from rag.conference import trends
+
+    topic = plan.topic or plan.query
+    f = sel.filters
+    chosen, trend = trends.topic_papers(retriever, topic, f or None)
+    scope = facets.matching(retriever.papers, f or None)
+    ids = {p.id for p in chosen}
+    rest = [p for p in scope if p.id not in ids]
+    where = f"papers matching {facets.describe(f)}" if f else "papers in this index"
+    out = [direct(f"{len(chosen):,} of the {len(scope):,} {where} are on “{topic}”.", [])]
+    on, off = trends.mean_rating(chosen), trends.mean_rating(rest)
+    if on is None:
+        out.append(direct("None of them has reviewer ratings in this list.", []))
+    else:
+        rated = sum(1 for p in chosen if p.rating)
+        line = f"Their mean reviewer rating is {on:.2f} (the mean of the {rated:,} rated " \
+               f"papers' mean ratings)"
+        if off is not None:
+            line += f"; the other {len(rest):,} papers' is {off:.2f} " \
+                    f"({on - off:+.2f} for the topic)"
+        out.append(direct(line + ".", []))
+    scales = trends.scale_note(chosen + rest, {p.year for p in scope if p.year})
+    if scales:
+        out.append(note(scales))
+    out.append(note(trends.rule_text(trend)))
+    listed = _as_hits(facets.by_rating(chosen)[:facets.LISTED])
+    if listed:
+        out.append(heading(f"The first {len(listed)} by mean reviewer rating:"))
+        out += [facets.rated_item(h, i, None) for i, h in enumerate(listed, start=1)]
+    return Outcome(out, "count", listed)
 
 
 def _by_decision(plan: Plan, sel: Selection, retriever: Retriever) -> Outcome:
@@ -160,12 +200,7 @@ def _by_area(plan: Plan, sel: Selection, retriever: Retriever) -> Outcome:
         # "which area has the most papers on diffusion?": the papers a trend counts on it
         from rag.conference import trends
 
-        years = [int(y) for y in f.values.get("year", [])] if f else []
-        rest = f.without([f"year={y}" for y in years]) if years else f
-        totals = trends.index_year_totals(retriever)
-        trend = trends.topic_trend(retriever, topic, rest or None, years or list(totals) or [0])
-        chosen = [retriever.papers[i] for y in sorted(trend.ids) for i in trend.ids[y]
-                  if i in retriever.papers]
+        chosen, trend = trends.topic_papers(retriever, topic, f or None)
         scope = facets.matching(retriever.papers, f or None)
         said = [x for x in (f.as_strings() if f else []) if x.startswith(("status=", "rating"))]
         kept = [x for x in (f.as_strings() if f else []) if not x.startswith(("status=", "rating"))]

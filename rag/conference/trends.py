@@ -245,6 +245,18 @@ def topic_trend(retriever, topic: str, filters: Filters | None, years: Iterable[
                  filters.as_strings() if filters else [], rows, ids, threshold, phrases)
 
 
+def topic_papers(retriever, topic: str, filters: Filters | None) -> tuple[list[Paper], Trend]:
+    """``(papers, trend)``: the papers on ``topic`` among those ``filters`` admit, counted with
+    :func:`topic_trend`'s rule in each year the filters name (every year of the index when they
+    name none), most likely first within each year, years ascending."""
+    years = [int(y) for y in filters.values.get("year", [])] if filters else []
+    rest = filters.without([f"year={y}" for y in years]) if years else filters
+    trend = topic_trend(retriever, topic, rest or None,
+                        years or list(index_year_totals(retriever)) or [0])
+    return [retriever.papers[i] for y in sorted(trend.ids) for i in trend.ids[y]
+            if i in retriever.papers], trend
+
+
 def share_text(row: YearRow) -> str:
     """"61 of 995 (6.1%)"."""
     pct = 100 * row.share

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Sequence
 
 from rag.backends.seams import per_retriever
 from rag.filters import fold
+from rag.understand import years
 from rag.understand.plan import Plan
 from rag.understand.read import _SIMILAR_TO, read_turn
 from rag.understand.turn_reader import TurnContext, TurnReader
@@ -61,6 +62,20 @@ def understand(question: str, history: Sequence[Turn], retriever: Retriever,
                         query=question[m.end():],
                         filters=list(dict.fromkeys(plan.filters + kept)),
                         confidence=plan.confidence)
+    before = [int(f[5:]) for f in last.get("filters") or [] if f.startswith("year=")]
+    said = years.years_said(question)
+    if plan.op == "refine" and len(before) == 1 and len(said) == 1 and said != before and \
+            last.get("op") in ("count", "survey", "list") and not last.get("per_year") and \
+            years.sets_year_against(question):
+        # "and how does that compare to 2026 — is it growing?" after "how many 2018 papers
+        # dealt with federated learning?": the previous count in both years
+        kept = [f for f in last.get("filters") or [] if not f.startswith("year=")]
+        return Plan(papers=last.get("papers") or "search", op="count",
+                    topic=last.get("topic") or "", query=last.get("query") or "",
+                    filters=list(dict.fromkeys(kept + [f for f in plan.filters
+                                                       if not f.startswith("year=")])),
+                    per_year=True, years=sorted(set(before + said)), said=question,
+                    confidence=plan.confidence)
     status = [f for f in plan.filters if f.startswith(("status=", "year="))]
     if last.get("by_area") and status and _AREA_GOES_ON.search(question):
         # "which one had the most withdrawals?", "and rejects?" after orals per area: the

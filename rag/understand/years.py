@@ -69,6 +69,19 @@ _YEAR_VS_YEAR = re.compile(rf"{_YEAR}\s*(?:vs\.?|versus|compared\s+(?:to|with)|a
                            re.I)
 
 
+#: A follow-up that sets another year against the previous answer's: "and how does that compare
+#: to 2026 — is it growing?", "is that more or less than in 2026?"
+_AGAINST = re.compile(r"\b(?:compar\w*|vs\.?|versus|grow\w*|grew|shrink\w*|shrunk|declin\w*|"
+                      r"chang\w*|ris(?:e|en|ing)|rose|fall\w*|fell|trend\w*|increas\w*|"
+                      r"decreas\w*|differ\w*|more\s+or\s+less|bigger|smaller)\b", re.I)
+
+
+def sets_year_against(text: str) -> bool:
+    """True when ``text`` sets a year against another in words of change or comparison
+    ("how does that compare to 2026?", "is it growing?"); "and how many in 2026?" does not."""
+    return bool(_AGAINST.search(text))
+
+
 def asks_per_year(text: str) -> bool:
     """True when ``text`` asks for an answer per year (see the module docstring); a total asked
     in so many words ("how many papers in total across both years?") is one number."""
@@ -244,6 +257,31 @@ _MEAN_RATING = re.compile(r"\b(?:average|mean|avg)\s+(?:reviewer\s+|review\s+)?(
 def asks_mean(text: str) -> bool:
     """True when ``text`` asks for a mean reviewer rating ("average rating", "mean score")."""
     return bool(_MEAN_RATING.search(text))
+
+
+#: "vs the rest", "compared to other papers", "than everything else": a topic's papers set
+#: against the other papers of the list.
+_VS_REST = re.compile(r"\b(?:vs\.?|versus|compared?\s+(?:to|with)|against|than)\s+(?:the\s+)?"
+                      r"(?:rest|others|other\s+(?:papers|submissions|ones|topics|areas)|"
+                      r"everything\s+else|everyone\s+else|all\s+(?:the\s+)?others?)\b"
+                      r"(?:\s+of\s+(?:them|the\s+(?:list|papers|submissions)))?", re.I)
+#: "do RL papers get higher ratings than the rest?", "are LLM papers rated higher than others?"
+_RATED_MORE = re.compile(r"\b(?:higher|lower|better|worse)\s+(?:ratings?|scores?|rated|"
+                         r"scored|reviews?)\b|\b(?:rated|scored|reviewed)\s+(?:higher|lower|"
+                         r"better|worse)\b|\b(?:in|by|on|for)\s+(?:reviewer\s+)?(?:ratings?|"
+                         r"scores?)\b", re.I)
+
+
+def asks_mean_against_rest(text: str) -> bool:
+    """True when ``text`` sets a topic's ratings against the other papers' ("mean rating of LLM
+    papers vs the rest", "do RL papers get higher ratings than the rest?")."""
+    return bool(_VS_REST.search(text)) and bool(_MEAN_RATING.search(text) or
+                                                _RATED_MORE.search(text))
+
+
+def without_rest(text: str) -> str:
+    """``text`` without the words that set a topic against the rest and ask how it is rated."""
+    return _RATED_MORE.sub(" ", _VS_REST.sub(" ", text))
 
 
 def asks_acceptance(text: str) -> bool:
