@@ -591,3 +591,18 @@ def test_the_area_asked_of_a_named_paper_is_stated_from_the_catalog(fake_index, 
                  settings=settings)
     assert ans.hits[0].id == step.id
     assert ans.text.startswith(f"{step.title} [1] is in the primary area “{step.primary_area}”.")
+
+
+@pytest.mark.parametrize("text, phrases", [
+    ("I'm reading the 2026 paper \"Transfer Learning in Infinite Width Feature Learning "
+     "Networks\". What are the most related 2018 papers?",
+     ["Transfer Learning in Infinite Width Feature Learning Networks"]),
+    ("papers like 'Generating Natural Adversarial Examples'",
+     ["Generating Natural Adversarial Examples"]),
+    ("similar to \"Don't Stop Pretraining: Adapt\"", ["Don't Stop Pretraining: Adapt"]),
+    ("it's the paper's main claim that's odd", []),  # apostrophes quote nothing
+])
+def test_quoted_titles_are_read_whole(text, phrases):
+    from rag.understand.mentions import quoted
+
+    assert quoted(text) == phrases

@@ -37,13 +37,15 @@ def new_names(text: str, papers: Sequence[Paper]) -> list[str]:
     return [n for n in NAME.findall(text) if fold_name(n) and fold_name(n) not in corpus]
 
 
-_QUOTED = re.compile(r"[\"“'‘]([^\"”'’]{12,200})[\"”'’]")
+#: A phrase in double quotes (apostrophes inside: "Don't Stop Pretraining"), or in single quotes
+#: that stand apart from words: the apostrophe of "I'm reading the paper "X"" opens nothing.
+_QUOTED = re.compile(r"[\"“]([^\"”]{12,200})[\"”]|(?<!\w)['‘]([^'’]{12,200})['’](?!\w)")
 
 
 def quoted(text: str) -> list[str]:
     """Quoted phrases of 12-200 characters ("'Generating Natural Adversarial Examples'"): a
     title, usually."""
-    return [m.group(1).strip() for m in _QUOTED.finditer(text)]
+    return [(m.group(1) or m.group(2)).strip() for m in _QUOTED.finditer(text)]
 
 
 # --- comparison sides -------------------------------------------------------------------------
