@@ -943,3 +943,12 @@ def test_a_preamble_about_a_note_names_no_topic(two_years, scripted):
     assert per_year == {2018: sum(1 for v in AS_2018.values() if v in ("Oral", "Poster")),
                         2026: len(rows) - len(AS_2018)}
     assert ans.trend["topic"] == ""
+
+
+def test_sorted_by_average_rating_is_an_order_not_a_mean(two_years, scripted):
+    settings, retriever, rows = two_years
+    ans = ask("list the 2018 papers on optimization, sorted by average reviewer score",
+              settings, retriever, scripted)
+    assert not ans.plan["mean_rating"] and ans.plan["op"] == "sort"
+    means = [(h.paper.rating or {}).get("mean") for h in ans.hits]
+    assert means == sorted(means, reverse=True) and all(h.paper.year == 2018 for h in ans.hits)

@@ -159,6 +159,9 @@ _PREAMBLE = re.compile(r"^\s*(?:(?:quick|one)\s+(?:one|question|q)\s+)?(?:for|i[
                        r"(?:slides?|talk|blog(?:\s+post)?|post|thesis|report|presentation|article|"
                        r"survey|newsletter|intro\w*|numbers?|lecture|review|notes?|piece|summary|"
                        r"memo|write-?up|essay|tweet|thread)\b[^:.?!]{0,80}[:.!—–-]\s+(?=\S)", re.I)
+#: "sorted by average reviewer rating": an order, not a mean asked for.
+_ORDERED_BY = re.compile(r"\b(?:sort|sorted|rank|ranked|order|ordered)\s+(?:them\s+|it\s+)?by\b",
+                         re.I)
 #: "what percent of", "what share of": a share of the list's papers.
 _SHARE_OF = re.compile(r"\bwhat\s+(?:percent(?:age)?|share|fraction|proportion)\s+of\b", re.I)
 #: A person's papers pointed back at ("how many of his papers were rejected?", "her orals").
@@ -317,7 +320,8 @@ def read_turn(text: str, context: TurnContext, reader: TurnReader, *, areas: Seq
             plan.papers, plan.topic = "catalog", ""
     rated_topic = ""
     if not plan.per_year and plan.op in ("count", "compare", "survey", "list", "lookup", "sort") \
-            and not any(f.startswith("rating") for f in plan.filters) \
+            and not any(f.startswith(("rating", "author=")) for f in plan.filters) \
+            and not _ORDERED_BY.search(text) \
             and (years.asks_mean_against_rest(text) or years.asks_mean(text) and not plan.ids
                  and plan.papers in ("catalog", "search")):
         # "what's the average rating of diffusion papers in 2026?", "mean rating of LLM papers
