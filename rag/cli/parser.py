@@ -109,6 +109,9 @@ def _parser() -> argparse.ArgumentParser:
                     help="the file holds topics with their papers read by hand "
                     "(tests/data/topics/): survey, terse and count questions through the whole "
                     "answer path, and each retrieval channel alone")
+    ev.add_argument("--late-interaction", action="store_true",
+                    help="with --topics: also rerank each survey's fused 50 by MaxSim over the "
+                    "bundled encoder's token vectors (alone and fused with the fused order)")
     ev.add_argument("--answer-mode", default=None, choices=ANSWER_MODES,
                     help="the mode scored with --answers (default: settings, i.e. auto)")
     ev.add_argument("--model", default=None, help="GGUF file (default: bundled SmolLM2-135M)")

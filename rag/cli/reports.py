@@ -25,7 +25,8 @@ def cmd_eval(args) -> int:
     if getattr(args, "topics", False):
         from rag.evaluate.topics import format_topics, run_topic_eval
 
-        report = run_topic_eval(args.queries, settings, log=lambda m: print(m, file=sys.stderr))
+        report = run_topic_eval(args.queries, settings, log=lambda m: print(m, file=sys.stderr),
+                                late_interaction=getattr(args, "late_interaction", False))
         print(json.dumps(report, indent=2, ensure_ascii=False) if args.json
               else format_topics(report))
         return 0

@@ -23,6 +23,7 @@ Retrieval alone (the survey question, no plan): recall@15 and recall@50 of the f
 from __future__ import annotations
 
 import re
+import time
 from pathlib import Path
 from statistics import mean, median
 from typing import TYPE_CHECKING
@@ -64,8 +65,12 @@ def first_number(text: str) -> int | None:
 
 
 def run_topic_eval(path: str | Path, settings: Settings, *, pipeline=None,
-                   log=lambda m: None, retrieval: bool = True) -> dict:
-    """Score every topic of the file (see the module docstring for the metrics).
+                   log=lambda m: None, retrieval: bool = True,
+                   late_interaction: bool = False) -> dict:
+    """Score every topic of the file (see the module docstring for the metrics);
+    ``late_interaction`` adds the MaxSim reranking of the fused 50
+    (:mod:`rag.retrieve.late_interaction`) to the retrieval channels, with its median seconds
+    per question (``retrieval_seconds``: the channels' search and the reranking together).
 
     Returns ``{"n": topics, "answer": {metric: value}, "retrieval": {channel: {metric: value}},
     "topics": [{"topic_id", "topic", "n_on", "survey_recall", "terse_recall", "shown",
@@ -79,6 +84,12 @@ def run_topic_eval(path: str | Path, settings: Settings, *, pipeline=None,
     ret = pipe.retriever
     per, pooled_on, pooled_judged = [], 0, 0
     chans: dict[str, dict[str, list[float]]] = {}
+    seconds: list[float] = []
+    late = None
+    if late_interaction and retrieval:
+        from rag.retrieve.late_interaction import LateInteraction
+
+        late = LateInteraction()
     for t in rows:
         on, border = set(t["on_topic"]), set(t.get("borderline") or [])
         row = {"topic_id": t.get("topic_id", ""), "topic": t["topic"], "n_on": len(on)}
@@ -100,7 +111,10 @@ def run_topic_eval(path: str | Path, settings: Settings, *, pipeline=None,
             row["count"] = n
             row["count_ratio"] = (n / len(on)) if n is not None else None
         if retrieval and t.get("survey"):
-            for name, ranked in _channels(ret, t["survey"]).items():
+            start = time.perf_counter()
+            ranked_by = _channels(ret, t["survey"], late)
+            seconds.append(time.perf_counter() - start)
+            for name, ranked in ranked_by.items():
                 c = chans.setdefault(name, {"recall@15": [], "recall@50": []})
                 c["recall@15"].append(recall_at(ranked, on, 15))
                 c["recall@50"].append(recall_at(ranked, on, 50))
@@ -126,17 +140,26 @@ def run_topic_eval(path: str | Path, settings: Settings, *, pipeline=None,
         },
         "retrieval": {name: {m: round(mean(v), 3) for m, v in c.items()}
                       for name, c in chans.items()},
+        "retrieval_seconds": round(median(seconds), 2) if seconds else None,
         "topics": per,
     }
     return out
 
 
-def _channels(ret, question: str) -> dict[str, list[str]]:
+def _channels(ret, question: str, late=None) -> dict[str, list[str]]:
     """Paper ids ranked by the fused search, by BM25 alone and by the dense channel alone (the
-    question's best-chunk cosine), 50 each; the reranked order too when a reranker is set."""
+    question's best-chunk cosine), 50 each; with ``late`` (a
+    :class:`rag.retrieve.late_interaction.LateInteraction`) the fused 50 reordered by MaxSim
+    alone (``late``) and by its reciprocal rank fusion with the fused order (``fused+late``)."""
     fused = ret.search(question, k=50, evidence=False)
-    out = {"fused": [h.id for h in fused.hits], "bm25": list(fused.lexical.ids[:50]),
+    ids = [h.id for h in fused.hits]
+    out = {"fused": ids, "bm25": list(fused.lexical.ids[:50]),
            "dense": list(fused.dense.ids[:50])}
+    if late is not None:
+        from rag.retrieve.late_interaction import rerank
+
+        texts = [f"{ret.papers[i].title}. {ret.papers[i].abstract}" for i in ids]
+        out["late"], out["fused+late"] = rerank(question, ids, texts, late)
     return out
 
 
@@ -150,6 +173,8 @@ def format_topics(report: dict) -> str:
         lines.append(f"  {'channel':10} {'recall@15':>9} {'recall@50':>9}")
         for name, m in report["retrieval"].items():
             lines.append(f"  {name:10} {m['recall@15']:9.3f} {m['recall@50']:9.3f}")
+        if report.get("retrieval_seconds") is not None:
+            lines.append(f"  median {report['retrieval_seconds']} s per question")
     for r in report["topics"]:
         lines.append(f"  {r['topic_id']:6} on={r['n_on']:3d} survey={r.get('survey_recall', 0):.2f} "
                      f"terse={r.get('terse_recall', 0):.2f} prec5={r.get('prec5', 0):.2f} "

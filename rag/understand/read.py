@@ -159,9 +159,6 @@ _PREAMBLE = re.compile(r"^\s*(?:(?:quick|one)\s+(?:one|question|q)\s+)?(?:for|i[
                        r"(?:slides?|talk|blog(?:\s+post)?|post|thesis|report|presentation|article|"
                        r"survey|newsletter|intro\w*|numbers?|lecture|review|notes?|piece|summary|"
                        r"memo|write-?up|essay|tweet|thread)\b[^:.?!]{0,80}[:.!—–-]\s+(?=\S)", re.I)
-#: "sorted by average reviewer rating": an order, not a mean asked for.
-_ORDERED_BY = re.compile(r"\b(?:sort|sorted|rank|ranked|order|ordered)\s+(?:them\s+|it\s+)?by\b",
-                         re.I)
 #: "what percent of", "what share of": a share of the list's papers.
 _SHARE_OF = re.compile(r"\bwhat\s+(?:percent(?:age)?|share|fraction|proportion)\s+of\b", re.I)
 #: A person's papers pointed back at ("how many of his papers were rejected?", "her orals").
@@ -318,30 +315,8 @@ def read_turn(text: str, context: TurnContext, reader: TurnReader, *, areas: Seq
         plan.sides, plan.names, plan.aspect = [], [], ""
         if plan.papers in ("search", "named"):
             plan.papers, plan.topic = "catalog", ""
-    rated_topic = ""
-    if not plan.per_year and plan.op in ("count", "compare", "survey", "list", "lookup", "sort") \
-            and not any(f.startswith(("rating", "author=")) for f in plan.filters) \
-            and not _ORDERED_BY.search(text) \
-            and (years.asks_mean_against_rest(text) or years.asks_mean(text) and not plan.ids
-                 and plan.papers in ("catalog", "search")):
-        # "what's the average rating of diffusion papers in 2026?", "mean rating of LLM papers
-        # vs the rest", "do RL papers get higher ratings than the rest?": the mean of the papers
-        # on the topic (its words, an area's included), beside the rest's ("with a mean rating
-        # of at least 7" is a filter, not this)
-        rated_topic = " ".join(re.sub(r"\b(?:only|just)\b|[,;:]", " ", years.trend_topic(
-            years.without_rest(years.without_mean(text)))).split())
-    if rated_topic and topics.has_topic(rated_topic):
-        plan.papers, plan.op, plan.topic, plan.query = "search", "count", rated_topic, rated_topic
-        plan.mean_rating, plan.n, plan.order, plan.sides, plan.names = True, None, "", [], []
-        plan.ids, plan.aspect = [], ""
-        plan.filters = [f for f in plan.filters if not f.startswith("primary_area=")]
-    elif years.asks_mean_against_rest(text) and not plan.per_year and \
-            any(f.startswith("status=") for f in plan.filters):
-        # "how do orals compare to the rest in ratings?": every decision with its mean rating
-        plan.by_decision, plan.op, plan.papers, plan.n, plan.order = True, "count", "catalog", \
-            None, ""
-        plan.filters = [f for f in plan.filters if not f.startswith("status=")]
-        plan.sides, plan.names, plan.ids, plan.aspect, plan.topic = [], [], [], "", ""
+    if years.apply_rated(plan, text):
+        pass  # "mean rating of LLM papers vs the rest", "were orals rated higher than the rest?"
     elif plan.op == "count" and plan.papers == "catalog" and not plan.per_year and \
             years.asks_mean(text):
         plan.mean_rating = True  # "what's the average rating of 2026 orals?": stated

@@ -284,6 +284,46 @@ def without_rest(text: str) -> str:
     return _RATED_MORE.sub(" ", _VS_REST.sub(" ", text))
 
 
+#: "sorted by average reviewer rating": an order, not a mean asked for.
+_ORDERED_BY = re.compile(r"\b(?:sort|sorted|rank|ranked|order|ordered)\s+(?:them\s+|it\s+)?by\b",
+                         re.I)
+
+
+def apply_rated(plan, text: str) -> bool:
+    """Read a topic's ratings set against the rest into ``plan`` (a
+    :class:`rag.understand.plan.Plan`, changed in place); True when it was. "what's the average
+    rating of diffusion papers in 2026?", "mean rating of LLM papers vs the rest", "do RL papers
+    get higher ratings than the rest?": a count of the papers on the topic (its words, an area's
+    included) with their mean rating (``mean_rating``) beside the rest's. "how do orals compare
+    to the rest in ratings?": every decision with its mean (``by_decision``). "with a mean
+    rating of at least 7" is a filter and "sorted by average rating" an order: neither is
+    this."""
+    from rag.understand.topics import has_topic
+
+    topic = ""
+    if not plan.per_year and plan.op in ("count", "compare", "survey", "list", "lookup", "sort") \
+            and not any(f.startswith(("rating", "author=")) for f in plan.filters) \
+            and not _ORDERED_BY.search(text) \
+            and (asks_mean_against_rest(text) or asks_mean(text) and not plan.ids
+                 and plan.papers in ("catalog", "search")):
+        topic = " ".join(re.sub(r"\b(?:only|just)\b|[,;:]", " ", trend_topic(
+            without_rest(without_mean(text)))).split())
+    if topic and has_topic(topic):
+        plan.papers, plan.op, plan.topic, plan.query = "search", "count", topic, topic
+        plan.mean_rating, plan.n, plan.order, plan.sides, plan.names = True, None, "", [], []
+        plan.ids, plan.aspect = [], ""
+        plan.filters = [f for f in plan.filters if not f.startswith("primary_area=")]
+        return True
+    if asks_mean_against_rest(text) and not plan.per_year and \
+            any(f.startswith("status=") for f in plan.filters):
+        plan.by_decision, plan.op, plan.papers, plan.n, plan.order = True, "count", "catalog", \
+            None, ""
+        plan.filters = [f for f in plan.filters if not f.startswith("status=")]
+        plan.sides, plan.names, plan.ids, plan.aspect, plan.topic = [], [], [], "", ""
+        return True
+    return False
+
+
 def asks_acceptance(text: str) -> bool:
     """True when ``text`` asks for an acceptance rate ("acceptance rate", "accept ratio")."""
     return bool(_ACCEPTANCE.search(text))
