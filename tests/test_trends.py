@@ -952,3 +952,51 @@ def test_sorted_by_average_rating_is_an_order_not_a_mean(two_years, scripted):
     assert not ans.plan["mean_rating"] and ans.plan["op"] == "sort"
     means = [(h.paper.rating or {}).get("mean") for h in ans.hits]
     assert means == sorted(means, reverse=True) and all(h.paper.year == 2018 for h in ans.hits)
+
+
+def test_a_filter_the_years_asked_cannot_apply_is_said_and_nothing_is_listed(two_years,
+                                                                            scripted):
+    from types import SimpleNamespace
+
+    from rag.chat.operations import list_notes
+    from rag.filters import Filters
+    from rag.types import Paper
+    from rag.understand.plan import Plan
+
+    settings, retriever, rows = two_years
+    # ICLR 2026 was anonymous: "papers by NAME in 2026" picks out nothing, and says why
+    ans = ask("list papers by Ada Lovelace in 2026", settings, retriever, scripted)
+    assert ans.refused and not ans.hits
+    assert "The 2026 list has no author names" in ans.text
+    # ICLR 2018 had no primary areas
+    papers = {"a": Paper("a", "t", "x", year=2018), "b": Paper("b", "t", "x", year=2026,
+                                                             primary_area="optimization")}
+    kept, notes = list_notes(Plan(papers="catalog", op="count"),
+                             Filters.parse(["year=2018", "primary_area=optimization"]),
+                             SimpleNamespace(papers=papers))
+    assert kept.as_strings() == ["year=2018"]
+    assert "The 2018 list has no primary areas" in notes[0].text
+    kept, notes = list_notes(Plan(papers="catalog", op="count"),
+                             Filters.parse(["year=2026", "primary_area=optimization"]),
+                             SimpleNamespace(papers=papers))
+    assert "primary_area=optimization" in kept.as_strings() and not notes
+
+
+def test_a_topic_no_paper_of_the_filters_has_is_counted_zero_with_no_papers(two_years, scripted):
+    from rag.understand.history import turn_after
+
+    settings, retriever, rows = two_years
+    first = ask("how many 2026 papers on knitting patterns?", settings, retriever, scripted)
+    ans = ask("what about 2018?", settings, retriever, scripted, history=[turn_after(first)])
+    said = sum("knitting" in (r["title"] + " " + r["abstract"]).lower() for r in rows)
+    assert said == 0  # (the fixture: no paper says it)
+    assert ans.text.startswith(f"0 of the {len(AS_2018)} papers matching year=2018")
+    assert not ans.refused and ans.hits == []
+
+
+def test_the_year_of_the_paper_built_on_is_not_the_papers_asked_for(two_years, scripted):
+    settings, retriever, rows = two_years
+    ans = ask("2026 papers that build on online-to-nonconvex conversion (the 2018 paper)",
+              settings, retriever, scripted)
+    assert ans.plan["filters"] == ["year=2026"]
+    assert ans.hits and all(h.paper.year == 2026 for h in ans.hits)

@@ -195,6 +195,11 @@ AREAS = ["learning theory", "causal reasoning", "optimization", "generative mode
      ["year=2018", "status=rejected"]),
     ("highest-rated paper that was still rejected in 2018", ["year=2018", "status=rejected"]),
     ("which area had the most posters?", ["status=poster"]),
+    # an area said in quotes; a decision said before "the decisions"
+    ("How many ICLR 2026 submissions list 'generative models' as their primary area?",
+     ["year=2026", "primary_area=generative models"]),
+    ("In 2026, how many submissions in optimization were withdrawn before the decisions?",
+     ["year=2026", "primary_area=optimization", "status=withdrawn"]),
 ])
 
 def test_filters_said_in_new_ways(text, filters):

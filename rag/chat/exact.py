@@ -90,6 +90,8 @@ def _count(plan: Plan, sel: Selection, retriever: Retriever) -> Outcome:
         cands = quotes.candidates(plan.query, hits, retriever.embedder)
         numbers = [1] + extractive.relevant_others(hits, cands, {1}, MIN_DENSE)
         body = [facets.topic_count_head(topic, n, sel.filters or None, total)]
+        if not n[0] and not (found is not None and found.papers):
+            return Outcome(body, "count", [])  # (none on the topic: the nearest are off it)
         if found is not None and found.papers:
             body.append(note(f"The relevance model scores only the few hundred papers nearest "
                              f"the topic and counts {len(found.papers):,} of them as about it; "

@@ -56,8 +56,9 @@ if TYPE_CHECKING:
 # --- notes about the list itself ---------------------------------------------------------
 def list_notes(plan: Plan, filters: Filters, retriever: Retriever) -> tuple[Filters, list]:
     """The filters a list can apply, and notes for the ones it cannot: author names where the
-    list has none (ICLR 2026 was anonymous), a year every paper has (dropped: it filters
-    nothing) or none has."""
+    list (or every year asked) has none (ICLR 2026 was anonymous), a primary area where the
+    years asked have none (ICLR 2018), a year every paper has (dropped: it filters nothing) or
+    none has."""
     notes = [note(n) for n in plan.notes if n]
     authors = filters.values.get("author", [])
     if authors and not any(p.authors for p in retriever.papers.values()):
@@ -73,6 +74,15 @@ def list_notes(plan: Plan, filters: Filters, retriever: Retriever) -> tuple[Filt
             notes.append(note(f"The {' and '.join(anonymous)} list has no author names (its "
                               "submissions were anonymous when it was made), so papers by "
                               f"{', '.join(authors)} cannot be picked out of it."))
+            filters = filters.without([f"author={a}" for a in authors])
+    areas, years_said = filters.values.get("primary_area", []), filters.values.get("year", [])
+    bare = [y for y in years_said if not any(p.primary_area for p in retriever.papers.values()
+                                             if str(p.year) == y)] if areas else []
+    if areas and years_said and len(bare) == len(years_said):
+        # "how many 2018 submissions were in the optimization primary area?": none had one
+        notes.append(note(f"The {' and '.join(bare)} list has no primary areas, so its papers "
+                          f"in “{'”, “'.join(areas)}” cannot be picked out."))
+        filters = filters.without([f"primary_area={a}" for a in areas])
     said_years = filters.values.get("year", [])
     if said_years:
         years = set(index_year_totals(retriever))
@@ -195,10 +205,11 @@ def select(plan: Plan, history: Sequence[Turn], retriever: Retriever, settings: 
         # on (a search of the words "cite all" gave five unrelated entries)
         notes.append(note(NOTHING_BEFORE_NOTE))
         sel = Selection([], refused=True, standalone=plan.said, notes=notes, explained=True)
-    elif source == "catalog" and not used and any(f.startswith("author=") for f in plan.filters):
-        # "papers by Yoshua Bengio" where the list has no author names (said in a note): no
-        # paper is picked out, so none is listed (it listed all 5,358, and "cite all of them"
-        # then gave 5,358 BibTeX entries)
+    elif source == "catalog" and any(f.split("=")[0] in ("author", "primary_area") and
+                                     f.split("=")[0] not in said.values for f in plan.filters):
+        # "papers by Yoshua Bengio" where the list (or the year asked) has no author names, an
+        # area of 2018 (said in a note): no paper is picked out, so none is listed (it listed
+        # all 5,358, and "cite all of them" then gave 5,358 BibTeX entries)
         sel = Selection([], refused=True, standalone=plan.said, notes=notes, explained=True)
     elif source == "catalog":
         sel = _catalog(plan, used, retriever, notes)

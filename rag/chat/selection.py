@@ -183,7 +183,10 @@ def _search(plan: Plan, history: Sequence[Turn], used: Filters, retriever: Retri
                                    if hits else [], filtered=bool(used))
     if first_turn and plan.said and plan.said != query and not sides:
         top = min(top, _said_top(plan.said, used, retriever))
-    refused = is_out_of_corpus(query, hits, retriever, top_dense=top)
+    # (a count under filters is answered even when nothing is near: "what about 2018?" after
+    # the diffusion-model orals of 2026 is 0 of 2018's 23 orals, not a refusal)
+    refused = is_out_of_corpus(query, hits, retriever, top_dense=top) and not (
+        plan.op == "count" and used)
     if plan.op == "compare" and not columns:
         columns = min(len(hits), plan.n or COMPARE_DEFAULT, COMPARE_MAX)
     return Selection(hits, refused=refused, standalone=query, filters=used,

@@ -14,7 +14,7 @@ not ask.
 order (:func:`rag.retrieve.combine.rrf`, k=60, equal weights). Measured when it was written,
 retrieval alone on the survey questions of the hand-read topics: recall@15 0.736 -> 0.784
 (``topics_a``, where the skipped words were chosen) and 0.835 -> 0.879 (``topics_b``, run once
-after); on ``../shared/eval/dev_hard.jsonl`` r@1 0.790 -> 0.774, r@5 0.855 -> 0.871 (62
+after); on ``../shared/eval/dev_hard.jsonl`` r@1 0.790 -> 0.758, r@5 0.855 -> 0.871 (62
 questions). It runs the encoder over 50 abstracts per question (torch fp32 here), seconds per
 question on 2 cores: too slow for every turn until it runs on the int8 ONNX path.
 """

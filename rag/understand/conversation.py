@@ -76,6 +76,14 @@ def understand(question: str, history: Sequence[Turn], retriever: Retriever,
                                                        if not f.startswith("year=")])),
                     per_year=True, years=sorted(set(before + said)), said=question,
                     confidence=plan.confidence)
+    described = {m.group(1) for m in _ONE_PAPER_YEAR.finditer(question)}
+    asked = [f for f in plan.filters if f.startswith("year=")]
+    if plan.op != "similar" and len(asked) == 2 and len(described) == 1 and \
+            f"year={next(iter(described))}" in asked:
+        # "2026 submissions that build on mixup (the 2018 data augmentation paper)": 2018 is
+        # the year of the paper built on, not of the papers asked for
+        plan.filters = [f for f in plan.filters if f[5:] not in described or
+                        not f.startswith("year=")]
     status = [f for f in plan.filters if f.startswith(("status=", "year="))]
     if last.get("by_area") and status and _AREA_GOES_ON.search(question):
         # "which one had the most withdrawals?", "and rejects?" after orals per area: the
@@ -100,6 +108,9 @@ def understand(question: str, history: Sequence[Turn], retriever: Retriever,
     return plan
 
 
+#: A year said of one paper: "(the 2018 data augmentation paper)", "the 2018 work".
+_ONE_PAPER_YEAR = re.compile(r"\bthe\s+((?:19|20)\d\d)\s+(?:[\w-]+\s+){0,4}?(?:paper|work|"
+                             r"article)\b(?!s)", re.I)
 #: A turn that goes on from a count per area: "which one had the most withdrawals?", "and
 #: rejects?", "what about 2018?", "same for posters".
 _AREA_GOES_ON = re.compile(r"^\W*(?:and\s+|so\s+|ok\W*\s*)?(?:(?:which|what)\s+(?:one|area|of\s+"

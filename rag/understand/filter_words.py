@@ -35,7 +35,9 @@ _TIER_PASSIVE = re.compile(rf"\b(?:were|was|got|have been|has been)\s+{_ADVERB}(
                            r"[^?.!]*|\s+(?:at|in)\s+(?:iclr\s*)?(?:19|20)\d\d|\s+(?:that|this|the\s+same)"
                            r"\s+year|\s+then|\s+(?:each|every|per|by)\s+year|\s+(?:in\s+)?(?:both|the\s+two)"
                            r"\s+years|\s+over\s+the\s+years|\s+(?:in\s+)?(?:(?:19|20)\d\d|['’]\d\d)\s*(?:vs\.?|"
-                           r"versus|and|or)\s*(?:(?:19|20)\d\d|['’]\d\d))?\s*[?.!]*\s*$", re.I)
+                           r"versus|and|or)\s*(?:(?:19|20)\d\d|['’]\d\d)|\s+(?:before|after|during)\s+"
+                           r"(?:the\s+)?(?:decisions?|reviews?|rebuttals?|deadline|discussion))?"
+                           r"\s*[?.!]*\s*$", re.I)
 # "invited to the workshop track", "workshop papers": ICLR 2018's fourth decision
 _WORKSHOP = re.compile(r"\b(?:(?:invited|moved|sent|relegated|demoted)\s+to\s+)?the\s+workshop\s+"
                        r"track\b|\bworkshop[-\s]+(?:track\s+)?(?:papers?|submissions?|posters?|"

@@ -279,7 +279,8 @@ def read_filters(question: str, *, areas: Sequence[str] = ()) -> FilterSlots:
                 take(m, "author", name if pattern is not _AUTHOR_LOWER else name.title(),
                      m.start(), m.end())
     if areas:
-        for m in _AREA.finditer(question):
+        # (quotes read as spaces, the length kept: "list 'generative models' as their area")
+        for m in _AREA.finditer(re.sub(r"(?<!\w)['‘\"“]|['’\"”](?!\w)", " ", question)):
             if TRACK_VERB.search(question[:m.end()]):
                 continue  # "how do models represent and track ...": a verb, not a track
             text = m.group("after") or m.group("before") or ""
