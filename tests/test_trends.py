@@ -755,6 +755,7 @@ def test_a_shortened_first_name_of_five_letters_is_the_same_person():
     ("what primary areas are there in the ICLR 2026 list?", True),
     ("orals per area", True),
     ("which area has the most papers on diffusion?", True),
+    ("what's the most common primary area among 2026 orals?", True),
     ("what area is StepORLM in?", False),
     ("papers on area under the curve", False),
 ])
@@ -1000,3 +1001,16 @@ def test_the_year_of_the_paper_built_on_is_not_the_papers_asked_for(two_years, s
               settings, retriever, scripted)
     assert ans.plan["filters"] == ["year=2026"]
     assert ans.hits and all(h.paper.year == 2026 for h in ans.hits)
+
+
+def test_a_count_and_its_mean_asked_in_two_clauses_is_the_catalogs(two_years, scripted):
+    settings, retriever, rows = two_years
+    ans = ask("how many workshop invites did iclr 2018 send out, and what was their average "
+              "rating?", settings, retriever, scripted)
+    assert sorted(ans.plan["filters"]) == ["status=workshop", "year=2018"]
+    assert not ans.plan["topic"] and ans.plan["mean_rating"]
+    invited = [r for i, r in enumerate(rows) if AS_2018.get(i) == "Workshop"]
+    mean = sum(sum(r["ratings"]) / len(r["ratings"]) for r in invited) / len(invited)
+    assert ans.text.startswith(f"{len(invited)} of the ") and \
+        f"Their mean reviewer rating is {mean:.2f}" in ans.text
+

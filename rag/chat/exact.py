@@ -218,8 +218,14 @@ def _by_area(plan: Plan, sel: Selection, retriever: Retriever) -> Outcome:
     else:
         chosen = scope = [h.paper for h in sel.hits]
         what = f"papers of {sel.scope}" if sel.scope else "papers"
+    # (a rate asked in the clause that asks per area: "what's the most common primary area among
+    # 2026 orals, and how does its acceptance rate compare?" ranks by count)
+    from rag.understand.filter_words import asks_by_area
+
+    clauses = [c for c in re.split(r"[,;?!]|\.(?=\s|$)", plan.said or "") if asks_by_area(c)]
     out = breakdowns.by_area(chosen, scope, what, "area's papers",
-                             _BY_RATE.search(plan.said or "") is not None)
+                             _BY_RATE.search(clauses[0] if clauses else plan.said or "")
+                             is not None)
     if rule:
         out.append(note(rule))
     listed = _as_hits(facets.by_rating(chosen)[:facets.LISTED])

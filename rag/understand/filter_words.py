@@ -169,7 +169,10 @@ _BY_AREA = re.compile(
     r"most)\b|"
     r"\b(?:list|show|name)\s+(?:me\s+)?(?:all\s+)?(?:the\s+)?(?:primary\s+)?areas\b|"
     r"\b(?:primary\s+)?areas\s+(?:breakdown|distribution|counts?|split|sizes?)\b|"
-    r"\b(?:primary\s+)?area\s+(?:breakdown|distribution|split)\b", re.I)
+    r"\b(?:primary\s+)?area\s+(?:breakdown|distribution|split)\b|"
+    # "what's the most common primary area among 2026 orals?", "the top areas"
+    r"\b(?:most|least)\s+(?:common|popular|frequent|represented)\s+(?:primary\s+)?(?:areas?|"
+    r"tracks?|categor(?:y|ies))\b|\btop\s+(?:\d+\s+)?(?:primary\s+)?areas\b", re.I)
 
 
 def asks_by_area(text: str) -> bool:

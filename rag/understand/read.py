@@ -145,7 +145,7 @@ _COUNTS_PAPERS = re.compile(r"\b(?:how\s+many|number\s+of|count\s+of)\s+(?:\w+\s
                             r"\bhow\s+(?:big|large)\s+(?:was|were|is|are)\b|"
                             # "oral presentations", "withdrawn count", "acceptance rate"
                             r"\bhow\s+many\s+(?:\w+\s+){0,2}?(?:presentations|talks|decisions|"
-                            r"withdrawals|rejects)\b|\b(?:orals?|posters?|spotlights?|withdrawn|"
+                            r"withdrawals|rejects|invites|invitations|acceptances)\b|\b(?:orals?|posters?|spotlights?|withdrawn|"
                             r"rejected|rejects|accepted|submissions?|papers?)\s+(?:count|total|number)s?"
                             r"\b|\baccept[ae]nce\s+(?:rates?|ratios?)\b|\btotal\s+(?:number\s+of\s+)?"
                             r"(?:submissions|papers)\b|\bsize\s+of\s+(?:the\s+|"
@@ -368,8 +368,9 @@ _AREA_WORDS = re.compile(r"\b(?:which|what|primary|areas?|tracks?|categor(?:y|ie
                          r"ha[sd]|have|got|gets?|received?|are|is|was|were|there|exist|the|most|"
                          r"largest|biggest|popular|common|list|show|name|me|all|by|per|each|every|"
                          r"across|split|breakdown|distribution|counts?|how|many|papers?|"
-                         r"submissions?|in|of|does|do|index|conference|iclr|fall|come|into)\b",
-                         re.I)
+                         r"submissions?|in|of|does|do|index|conference|iclr|fall|come|into|"
+                         r"among|amongst|frequent|represented|top|compared?|overall|its|their|"
+                         r"it|one|ones|and|rates?|what['’]s|whole|list['’]s)\b", re.I)
 #: Words of a rating order ("the lowest", "best rated"): no topic.
 _RATING_WORDS = re.compile(r"\b(?:best|worst|top|highest|lowest|bottom|least|weakest|strongest|"
                            r"rated|scored|reviewed|ones?|papers?|and|the|what|how|about|many|"

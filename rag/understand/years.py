@@ -306,8 +306,12 @@ def apply_rated(plan, text: str) -> bool:
             and not _ORDERED_BY.search(text) \
             and (asks_mean_against_rest(text) or asks_mean(text) and not plan.ids
                  and plan.papers in ("catalog", "search")):
+        # (from the clause that asks it: "how many workshop invites did iclr 2018 send out,
+        # and what was their average rating?" names no topic)
+        clause = next((c for c in re.split(r"[,;?!]|\.(?=\s|$)", text)
+                       if asks_mean(c) or _RATED_MORE.search(c)), text)
         topic = " ".join(re.sub(r"\b(?:only|just)\b|[,;:]", " ", trend_topic(
-            without_rest(without_mean(text)))).split())
+            without_rest(without_mean(clause)))).split())
     if topic and has_topic(topic):
         plan.papers, plan.op, plan.topic, plan.query = "search", "count", topic, topic
         plan.mean_rating, plan.n, plan.order, plan.sides, plan.names = True, None, "", [], []
