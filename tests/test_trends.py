@@ -1014,3 +1014,19 @@ def test_a_count_and_its_mean_asked_in_two_clauses_is_the_catalogs(two_years, sc
     assert ans.text.startswith(f"{len(invited)} of the ") and \
         f"Their mean reviewer rating is {mean:.2f}" in ans.text
 
+
+
+def test_a_decision_asked_of_a_years_topic_count_filters_the_papers_it_counted(two_years,
+                                                                                scripted):
+    from rag.understand.history import turn_after
+
+    settings, retriever, rows = two_years
+    first = ask("how many 2026 papers on convex optimization?", settings, retriever, scripted)
+    n = int(re.match(r"\D*(\d+) of the", first.text).group(1))
+    ans = ask("which of the 2026 ones got an oral?", settings, retriever, scripted,
+              history=[turn_after(first)])
+    # among the papers that count counted, not every 2026 oral of the list
+    assert f"papers the previous answer counted on “convex optimization”" in ans.text
+    assert f"of the {n} papers" in ans.standalone_question
+    orals = {rows[i]["id"] for i in ORALS_2026}
+    assert {h.id for h in ans.hits} <= orals

@@ -198,27 +198,38 @@ def _extremes(plan: Plan, filters, years: list[int], retriever: Retriever) -> Ou
 
 
 def counted_before(history, retriever: Retriever):
-    """``(topic, papers)``: every paper the last answer per year of the conversation counted
-    on its topic (the same count again, :func:`rag.conference.trends.topic_trend`), for a
-    filter asked next ("which of the 2018 ones were orals?", then "and in 2026?"); None when
-    the last answers are no such count and filters of it."""
+    """``(topic, papers)``: every paper the last topic count of the conversation counted (the
+    same count again: per year, :func:`rag.conference.trends.topic_trend`; of one set, the
+    relevance model's or the phrase's, as :mod:`rag.chat.exact` counts), for a filter asked next
+    ("which of the 2018 ones were orals?", then "and in 2026?"); None when the last answers
+    are no such count and filters of it."""
     from rag.filters import FilterError, Filters
 
     plan: dict = {}
     for turn in reversed(list(history)):
         plan = getattr(turn, "plan", None) or {}
-        if plan.get("per_year"):
+        if plan.get("per_year") or plan.get("op") == "count" and plan.get("papers") == "search":
             break
         if plan.get("papers") not in ("catalog", "previous", "focus") or \
                 plan.get("op") not in ("list", "count", "sort", "extreme") or plan.get("topic"):
             return None
     topic = plan.get("topic") or ""
-    if not plan.get("per_year") or not has_topic(topic) or plan.get("op") != "count":
+    if not has_topic(topic) or plan.get("op") != "count" or plan.get("mean_rating") or \
+            plan.get("by_area") or plan.get("by_decision"):
         return None
     try:
         filters = Filters.parse(plan.get("filters") or [])
     except FilterError:
         return None
+    if not plan.get("per_year"):
+        # "which of the 2026 ones got an oral?" after "how many 2026 papers on X?": the papers
+        # that count counted (rag.chat.exact: the relevance model's, or the phrase's for a
+        # broad topic)
+        found = facets.topic_members(retriever, topic, filters or None)
+        if found is not None and found.papers and not facets.broad(found):
+            return topic, list(found.papers)
+        return topic, facets.topic_matches(topic, retriever.papers, retriever.search_texts(),
+                                           filters or None)
     totals = trends.index_year_totals(retriever)
     if len(totals) < 2:
         return None
