@@ -75,7 +75,7 @@ def _count(plan: Plan, sel: Selection, retriever: Retriever) -> Outcome:
         topic = plan.topic or plan.query
         total = len(facets.matching(retriever.papers, sel.filters or None))
         found = facets.topic_members(retriever, topic, sel.filters or None)
-        if found is not None and found.papers and not facets.broad(found):
+        if facets.by_meaning(found):
             listed = _as_hits(found.papers[:facets.LISTED])
             cands = quotes.candidates(plan.query, listed, retriever.embedder)
             body = [facets.members_head(found, sel.filters or None, total),
@@ -221,10 +221,11 @@ def _by_area(plan: Plan, sel: Selection, retriever: Retriever) -> Outcome:
     # (a rate asked in the clause that asks per area: "what's the most common primary area among
     # 2026 orals, and how does its acceptance rate compare?" ranks by count)
     from rag.understand.filter_words import asks_by_area
+    from rag.understand.years import clauses
 
-    clauses = [c for c in re.split(r"[,;?!]|\.(?=\s|$)", plan.said or "") if asks_by_area(c)]
+    asking = [c for c in clauses(plan.said or "") if asks_by_area(c)]
     out = breakdowns.by_area(chosen, scope, what, "area's papers",
-                             _BY_RATE.search(clauses[0] if clauses else plan.said or "")
+                             _BY_RATE.search(asking[0] if asking else plan.said or "")
                              is not None)
     if rule:
         out.append(note(rule))

@@ -226,7 +226,7 @@ def counted_before(history, retriever: Retriever):
         # that count counted (rag.chat.exact: the relevance model's, or the phrase's for a
         # broad topic)
         found = facets.topic_members(retriever, topic, filters or None)
-        if found is not None and found.papers and not facets.broad(found):
+        if facets.by_meaning(found):
             return topic, list(found.papers)
         return topic, facets.topic_matches(topic, retriever.papers, retriever.search_texts(),
                                            filters or None)

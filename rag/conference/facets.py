@@ -161,6 +161,13 @@ def broad(found: TopicMembers) -> bool:
     return n >= BROAD_PHRASE and n > BROAD_RATIO * len(found.papers)
 
 
+def by_meaning(found: TopicMembers | None) -> bool:
+    """True when a topic count states the relevance model's papers (``found``, of
+    :func:`topic_members`): the model applies, counts some and the topic is not too broad
+    (:func:`broad`); else the count is the phrase's."""
+    return found is not None and bool(found.papers) and not broad(found)
+
+
 def members_head(found: TopicMembers, filters: Filters | None, total: int) -> AnswerSentence:
     """The statement of a topic count by meaning, with its rule and the phrase count beside it."""
     scope = f"the {total:,} papers matching {describe(filters)}" if filters else \

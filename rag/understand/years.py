@@ -289,6 +289,15 @@ _ORDERED_BY = re.compile(r"\b(?:sort|sorted|rank|ranked|order|ordered)\s+(?:them
                          re.I)
 
 
+#: The end of a clause, a comma's included: "how many orals, and what was their mean rating?"
+_CLAUSE_OR_COMMA = re.compile(r"[,;?!]|\.(?=\s|$)")
+
+
+def clauses(text: str) -> list[str]:
+    """``text`` cut at sentence ends and commas: the clause that asks a thing names its topic."""
+    return _CLAUSE_OR_COMMA.split(text)
+
+
 def apply_rated(plan, text: str) -> bool:
     """Read a topic's ratings set against the rest into ``plan`` (a
     :class:`rag.understand.plan.Plan`, changed in place); True when it was. "what's the average
@@ -308,8 +317,8 @@ def apply_rated(plan, text: str) -> bool:
                  and plan.papers in ("catalog", "search")):
         # (from the clause that asks it: "how many workshop invites did iclr 2018 send out,
         # and what was their average rating?" names no topic)
-        clause = next((c for c in re.split(r"[,;?!]|\.(?=\s|$)", text)
-                       if asks_mean(c) or _RATED_MORE.search(c)), text)
+        clause = next((c for c in clauses(text) if asks_mean(c) or _RATED_MORE.search(c)),
+                      text)
         topic = " ".join(re.sub(r"\b(?:only|just)\b|[,;:]", " ", trend_topic(
             without_rest(without_mean(clause)))).split())
     if topic and has_topic(topic):
