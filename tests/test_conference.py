@@ -188,7 +188,11 @@ def test_facet_count_of_nothing_says_what_the_index_holds():
     ("how many on diffusion language models?", "diffusion language models"),
     ("on diffusion language models", "diffusion language models"),
     ("how many papers dealt with federated learning?", "federated learning"),
-    ("how many submissions tackled continual learning?", "continual learning")])
+    ("how many submissions tackled continual learning?", "continual learning"),
+    # the year read as a filter first; "ICLR", "methods for" are no part of the topic
+    ("How many ICLR papers work on dataset distillation?", "dataset distillation"),
+    ("How many papers propose methods for music generation?", "music generation"),
+    ("how many accepted papers are about KANs?", "KANs")])
 def test_topic_of_a_count_question(question, topic):
     from rag.understand.topics import count_topic, has_topic
 

@@ -387,6 +387,13 @@ NONE = TurnContext()
     ("which one has the best reviews?", SURVEY, "previous", "extreme"),
     ("papers that fine-tune Llama 3 8B", LOOKUP, "search", "survey"),
     ("how many papers were withdrawn", NONE, "catalog", "count"),
+    # a long count question the learned reader took for a survey or a lookup
+    ("How many papers propose methods for music generation?", NONE, "search", "count"),
+    ("How many papers tackle symbolic regression or automated discovery of scientific laws?",
+     NONE, "search", "count"),
+    ("How many papers study watermarks for AI-generated images, video or 3D assets?", NONE,
+     "search", "count"),
+    ("how many of these papers use diffusion?", SURVEY, "previous", "count"),
     ("highest rated paper in the whole list", NONE, "catalog", "extreme"),
     ("compare the top three papers on KV cache compression", NONE, "search", "compare"),
     # no rating order asked: "best-of-N" is a method and "gets worse" its behaviour

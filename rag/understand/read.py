@@ -150,6 +150,13 @@ _COUNTS_PAPERS = re.compile(r"\b(?:how\s+many|number\s+of|count\s+of)\s+(?:\w+\s
                             r"\b|\baccept[ae]nce\s+(?:rates?|ratios?)\b|\btotal\s+(?:number\s+of\s+)?"
                             r"(?:submissions|papers)\b|\bsize\s+of\s+(?:the\s+|"
                             r"each\s+|both\s+)?(?:conferences?|iclr|years?|lists?)\b", re.I)
+#: A question that opens by asking how many papers do something ("How many ICLR 2026 papers work
+#: on X?", "How many papers tackle X or Y?"): a count, however long the rest ("of these", "among
+#: them" point at papers in hand and are left to the reader).
+_ASKS_HOW_MANY = re.compile(r"^\W*(?:(?:roughly|approximately|about|so|ok(?:ay)?|and)\s*,?\s+)?"
+                            r"how\s+many\s+(?!of\b|among\b)(?:[\w'-]+\s+){0,3}?(?:papers|works|"
+                            r"submissions|studies|articles)\s+(?!of\b|among\b|here\b|above\b)\w",
+                            re.I)
 #: A turn's preamble about why it asks ("For a slide:", "Quick one for my thesis intro:", "I'm
 #: writing a blog post about how much ICLR has grown."): no topic of the question.
 _PREAMBLE = re.compile(r"^\s*(?:(?:quick|one)\s+(?:one|question|q)\s+)?(?:for|i['’]?m\s+(?:writing|"
@@ -226,6 +233,9 @@ def read_turn(text: str, context: TurnContext, reader: TurnReader, *, areas: Seq
             if p > best_p:
                 best, best_p = (papers, op), p
     papers, op = best or ("search", "lookup")
+    if op in ("survey", "lookup", "describe") and _ASKS_HOW_MANY.match(text) and \
+            compatible(papers, "count", context, found):
+        op = "count"  # "How many papers propose methods for music generation?" (read as a survey)
     if papers == "catalog" and context.has_previous and "previous" in allowed and \
             _HIS_PAPERS.search(text) and compatible("previous", op, context, found):
         papers = "previous"  # "how many of his papers were rejected?" after an author's list

@@ -89,7 +89,10 @@ _COUNT_LEAD = re.compile(
     r"studying|stud(?:y|ies|ied)|us(?:e|es|ed|ing)|propos(?:e|es|ed|ing)|address(?:es|ed|ing)?|"
     r"mention(?:s|ed|ing)?|concerning|regarding|related to|deal(?:s|t|ing)? with|"
     r"focus(?:es|ed|ing)? on|tackl(?:e|es|ed|ing)|cover(?:s|ed|ing)?|explor(?:e|es|ed|ing)|"
-    r"investigat(?:e|es|ed|ing)|look(?:s|ed)? at|in)\s+)?", re.I)
+    r"investigat(?:e|es|ed|ing)|look(?:s|ed)? at|work(?:s|ed|ing)? on|in)\s+)?"
+    # "propose methods for music generation": the methods are no part of the topic
+    r"(?:(?:new\s+|novel\s+)?(?:methods?|approaches|techniques|ways|models)\s+(?:for|to)\s+)?",
+    re.I)
 _TRAILER = re.compile(r"\s*(?:(?:in|at|from)?\s*(?:this|the)\s+(?:index|list|corpus|conference)|"
                       r"(?:got|get|were|was|are|have\s+been|has\s+been)\s+(?:in|accepted)|"
                       r"(?:at|in)\s+ICLR(?:\s+\d{4})?|(?:(?:are|were|is|was)\s+)?there(?:\s+are)?)?"
@@ -102,7 +105,8 @@ _TOPIC_LEAD = re.compile(r"^(?:(?:list|show|find|give)\s+(?:me\s+)?)?(?:(?:(?:an
 #: "GAN papers", "diffusion model submissions": the noun after a topic is no part of it.
 _TOPIC_TAIL = re.compile(r"(?<=\w)\s+(?:papers?|works?|submissions?)\s*$", re.I)
 #: Words before the noun that point at the set, not at a topic ("of the papers", "these").
-_COUNT_SET = re.compile(r"^(?:(?:of|among)\s+)?(?:the|these|those|all|all\s+the)\s+", re.I)
+_COUNT_SET = re.compile(r"^(?:(?:of|among)\s+)?(?:the|these|those|all|all\s+the)\s+|"
+                        r"^(?:iclr|accepted)(?:\s+(?:iclr|accepted|(?:19|20)\d\d))*\s+", re.I)
 
 
 def topic_phrase(query: str) -> str:
