@@ -192,7 +192,9 @@ def test_facet_count_of_nothing_says_what_the_index_holds():
     # the year read as a filter first; "ICLR", "methods for" are no part of the topic
     ("How many ICLR papers work on dataset distillation?", "dataset distillation"),
     ("How many papers propose methods for music generation?", "music generation"),
-    ("how many accepted papers are about KANs?", "KANs")])
+    ("how many accepted papers are about KANs?", "KANs"),
+    ("How many papers use or study sparse autoencoders?", "sparse autoencoders"),
+    ("How many papers apply reinforcement learning to robots?", "reinforcement learning to robots")])
 def test_topic_of_a_count_question(question, topic):
     from rag.understand.topics import count_topic, has_topic
 

@@ -79,17 +79,23 @@ def new_subject(text: str) -> str | None:
 
 # --- the topic of a count ----------------------------------------------------------------------
 # What a count question says before its topic: "how many papers are about", "number of works on"
+#: What papers do to a topic in a count question ("papers that tackle X").
+_COUNT_VERB = (r"about|on|studying|stud(?:y|ies|ied)|us(?:e|es|ed|ing)|propos(?:e|es|ed|ing)|"
+               r"address(?:es|ed|ing)?|mention(?:s|ed|ing)?|concerning|regarding|related to|"
+               r"deal(?:s|t|ing)? with|focus(?:es|ed|ing)? on|tackl(?:e|es|ed|ing)|"
+               r"cover(?:s|ed|ing)?|explor(?:e|es|ed|ing)|investigat(?:e|es|ed|ing)|"
+               r"look(?:s|ed)? at|work(?:s|ed|ing)? on|appl(?:y|ies|ied|ying)|"
+               r"evaluat(?:e|es|ed|ing)|analy[sz](?:e|es|ed|ing)|introduc(?:e|es|ed|ing)|"
+               r"develop(?:s|ed|ing)?|in")
 _COUNT_LEAD = re.compile(
     r"^\s*(?:[\w',]+\s+){0,3}?(?:how many|the number of|number of|count(?: of)?|total of)\s+"
     r"(?P<pre>(?:[\w'-]+\s+){0,4}?)"
     r"(?:(?:papers?|works?|submissions?|articles?|studies|entries|publications)\b\s*|"
     r"(?<=many\s)(?=(?:are\s+there\s+)?(?:about|on|regarding|concerning)\s))"
     r"(?:(?:are|were|is|was|did|do|have|has)\s+)?(?:there\s+)?(?:(?:in|at|from)\s+(?:this|the)\s+"
-    r"(?:index|list|corpus|conference)\s+)?(?:(?:that\s+)?(?:are\s+|were\s+)?(?:about|on|"
-    r"studying|stud(?:y|ies|ied)|us(?:e|es|ed|ing)|propos(?:e|es|ed|ing)|address(?:es|ed|ing)?|"
-    r"mention(?:s|ed|ing)?|concerning|regarding|related to|deal(?:s|t|ing)? with|"
-    r"focus(?:es|ed|ing)? on|tackl(?:e|es|ed|ing)|cover(?:s|ed|ing)?|explor(?:e|es|ed|ing)|"
-    r"investigat(?:e|es|ed|ing)|look(?:s|ed)? at|work(?:s|ed|ing)? on|in)\s+)?"
+    r"(?:index|list|corpus|conference)\s+)?(?:(?:that\s+)?(?:are\s+|were\s+)?"
+    # "use or study sparse autoencoders", "propose or evaluate X": two verbs before the topic
+    r"(?:(?:" + _COUNT_VERB + r")\s+(?:or|and|and/or)\s+)?(?:" + _COUNT_VERB + r")\s+)?"
     # "propose methods for music generation": the methods are no part of the topic
     r"(?:(?:new\s+|novel\s+)?(?:methods?|approaches|techniques|ways|models)\s+(?:for|to)\s+)?",
     re.I)
