@@ -17,7 +17,9 @@ Through the whole answer path (:func:`rag.chat.answer.answer`, a fresh conversat
 
 Retrieval alone (the survey question, no plan): recall@15 and recall@50 of the fused ranking
 (:meth:`rag.retrieve.retriever.Retriever.search`), of BM25 alone and of the dense channel alone
-(best chunk cosine), so the whole path can be read against each channel.
+(best chunk cosine), so the whole path can be read against each channel; and the fused 50
+reordered by MaxSim over the word-piece table (``table``, :mod:`rag.retrieve.token_table`) and by
+its reciprocal rank fusion with the fused order (``fused+table``).
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ import time
 from pathlib import Path
 from statistics import mean, median
 from typing import TYPE_CHECKING
+
+import numpy as np
 
 if TYPE_CHECKING:
     from rag.settings import Settings
@@ -148,18 +152,29 @@ def run_topic_eval(path: str | Path, settings: Settings, *, pipeline=None,
 
 def _channels(ret, question: str, late=None) -> dict[str, list[str]]:
     """Paper ids ranked by the fused search, by BM25 alone and by the dense channel alone (the
-    question's best-chunk cosine), 50 each; with ``late`` (a
+    question's best-chunk cosine), 50 each; the fused 50 reordered by MaxSim over the word-piece
+    table (:mod:`rag.retrieve.token_table`) alone (``table``) and by its reciprocal rank fusion with
+    the fused order (``fused+table``) when a table is shipped; with ``late`` (a
     :class:`rag.retrieve.late_interaction.LateInteraction`) the fused 50 reordered by MaxSim
     alone (``late``) and by its reciprocal rank fusion with the fused order (``fused+late``)."""
     fused = ret.search(question, k=50, evidence=False)
     ids = [h.id for h in fused.hits]
     out = {"fused": ids, "bm25": list(fused.lexical.ids[:50]),
            "dense": list(fused.dense.ids[:50])}
+    from rag.retrieve.token_table import shipped
+
+    table = shipped()
+    texts = {i: f"{ret.papers[i].title}. {ret.papers[i].abstract}" for i in ids}
+    if table is not None:
+        from rag.retrieve.late_interaction import fuse_orders
+
+        scores = table.scores(question, ids, texts)
+        out["table"] = [ids[j] for j in np.argsort(-scores, kind="stable")]
+        out["fused+table"] = fuse_orders(ids, out["table"])
     if late is not None:
         from rag.retrieve.late_interaction import rerank
 
-        texts = [f"{ret.papers[i].title}. {ret.papers[i].abstract}" for i in ids]
-        out["late"], out["fused+late"] = rerank(question, ids, texts, late)
+        out["late"], out["fused+late"] = rerank(question, ids, [texts[i] for i in ids], late)
     return out
 
 

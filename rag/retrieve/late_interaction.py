@@ -116,11 +116,18 @@ def rerank(question: str, ids: Sequence[str], texts: Sequence[str],
     """``(late, fused)``: ``ids`` (a fused ranking, best first; ``texts`` their papers' title and
     abstract) ordered by MaxSim alone, and by reciprocal rank fusion of their own order and the
     MaxSim order (:func:`rag.retrieve.combine.rrf`, equal weights, ties kept in fused order)."""
+    scores = late.scores(question, texts)
+    order = [ids[j] for j in np.argsort(-scores, kind="stable")]
+    return order, fuse_orders(ids, order, k)
+
+
+def fuse_orders(ids: Sequence[str], order: Sequence[str], k: float = 60.0) -> list[str]:
+    """``ids`` (a fused ranking, best first) reordered by reciprocal rank fusion of their own
+    order and ``order`` (the same ids ranked otherwise; :func:`rag.retrieve.combine.rrf`, equal
+    weights, ties kept in fused order)."""
     from rag.retrieve.combine import rrf
     from rag.types import Ranking
 
-    scores = late.scores(question, texts)
-    order = [ids[j] for j in np.argsort(-scores, kind="stable")]
-    fused = rrf([Ranking(list(ids), []), Ranking(order, [])], [1.0, 1.0], k)
+    fused = rrf([Ranking(list(ids), []), Ranking(list(order), [])], [1.0, 1.0], k)
     place = {p: i for i, p in enumerate(ids)}
-    return order, sorted(ids, key=lambda p: (-fused[p], place[p]))
+    return sorted(ids, key=lambda p: (-fused[p], place[p]))

@@ -48,12 +48,18 @@ FEATURES = {
     "all_terms": "1 when the paper has every BM25 term of the topic",
     "head_coverage": "share of the topic's BM25 terms in the paper's title and keywords, "
                      "weighted by idf",
+    "maxsim": "MaxSim of the topic's word pieces to the paper's over the word-piece table "
+              "(rag.retrieve.token_table; 0 without one)",
+    "maxsim_gap": "maxsim minus the topic's best maxsim",
 }
+#: The columns :func:`features` computes from the channels; :func:`candidates` adds the rest.
+CHANNEL_FEATURES = 10
 
 
 def features(ch: Channels, head_present: np.ndarray | None = None,
              reference: Channels | None = None) -> np.ndarray:
-    """The :data:`FEATURES` of every candidate of ``ch``: shape (len(ch), len(FEATURES))
+    """The first :data:`CHANNEL_FEATURES` of :data:`FEATURES` of every candidate of ``ch``:
+    shape (len(ch), CHANNEL_FEATURES)
     float64, columns in :data:`FEATURES` order. ``head_present``: shape (n_terms, len(ch)) bool,
     which of the topic's BM25 terms (``ch.term_df``'s order) each candidate's title or keywords
     have (:func:`head_terms`); zeros when None. ``reference``: the topic's channels over the
@@ -132,10 +138,44 @@ def candidates(retriever, topic: str, within=None, extra: Sequence[str] = (),
     channels (:meth:`rag.retrieve.retriever.Retriever.fusion_inputs`, the search restricted to
     the papers the :class:`rag.filters.Filters` ``within`` admit when given; ``extra`` paper
     ids are scored too, ranked or not) and :func:`head_terms`, relative to ``reference`` when
-    given (:func:`features`); features shape (len(ids), len(FEATURES))."""
+    given (:func:`features`), and the MaxSim columns (:func:`maxsim_columns`); features shape
+    (len(ids), len(FEATURES))."""
     kw = {k: v for k, v in (("filters", within), ("extra", tuple(extra))) if v}
     ch = retriever.fusion_inputs(topic, **kw)
-    return ch.ids, features(ch, head_terms(retriever, topic, ch.ids), reference)
+    x = features(ch, head_terms(retriever, topic, ch.ids), reference)
+    ref_ids = list(reference.ids) if reference is not None else []
+    return ch.ids, np.concatenate([x, maxsim_columns(retriever, topic, ch.ids, ref_ids)], axis=1)
+
+
+class _Texts:
+    """A paper's title and abstract by id, read from the retriever's papers when asked."""
+
+    def __init__(self, papers):
+        self.papers = papers
+
+    def __getitem__(self, pid: str) -> str:
+        p = self.papers[pid]
+        return f"{p.title}. {p.abstract}"
+
+
+def maxsim_columns(retriever, topic: str, ids: Sequence[str],
+                   reference_ids: Sequence[str] = ()) -> np.ndarray:
+    """Shape (len(ids), 2): each paper's MaxSim for ``topic`` over the shipped word-piece table
+    (:func:`rag.retrieve.token_table.shipped`) and its distance below the best MaxSim among
+    ``ids`` and ``reference_ids`` (the whole index's candidates of a restricted search); zeros
+    when no table is shipped."""
+    from rag.retrieve.token_table import shipped as table
+
+    t = table()
+    if t is None or not len(ids):
+        return np.zeros((len(ids), 2))
+    texts = _Texts(retriever.papers)
+    s = t.scores(topic, list(ids), texts)
+    best = float(s.max())
+    extra = [pid for pid in reference_ids if pid in retriever.papers]
+    if extra:
+        best = max(best, float(t.scores(topic, extra, texts).max()))
+    return np.stack([s, s - best], axis=1)
 
 
 @dataclass
@@ -146,6 +186,9 @@ class MembershipModel:
     a filter; ``show``: the one at or above which a survey shows a paper; ``blend``: the weight
     of the probability against the fused rank when a survey orders its papers
     (:meth:`Membership.order_key`; all three chosen on the tune half of the labelled topics);
+    ``counter``: the model whose probabilities counts and filters compare with ``threshold``,
+    fitted on the first :data:`CHANNEL_FEATURES` features only (the MaxSim features ordered
+    surveys better and counted no better: README, "Topics by meaning"), None for this one;
     ``figures``: what the fit measured, for the README."""
 
     names: list[str]
@@ -157,48 +200,59 @@ class MembershipModel:
     show: float = 0.5
     blend: float = 1.0
     figures: dict | None = None
+    counter: "MembershipModel | None" = None
 
     def probabilities(self, x: np.ndarray) -> np.ndarray:
-        """Probability of being on topic for each row of ``x`` (shape (n, len(names))),
-        shape (n,) in [0, 1]."""
+        """Probability of being on topic for each row of ``x`` (shape (n, F), F >= len(names):
+        the first len(names) columns are read), shape (n,) in [0, 1]."""
         if not len(x):
             return np.zeros(0)
-        z = ((x - self.mean) / self.scale) @ self.coef + self.intercept
+        z = ((x[:, :len(self.names)] - self.mean) / self.scale) @ self.coef + self.intercept
         return 1.0 / (1.0 + np.exp(-np.clip(z, -40, 40)))
 
+    def count_probabilities(self, x: np.ndarray) -> np.ndarray:
+        """The probabilities counts and filters use (``counter``'s, or this model's)."""
+        return (self.counter or self).probabilities(x)
+
     def to_json(self) -> dict:
-        return {"names": self.names, "mean": self.mean.tolist(), "scale": self.scale.tolist(),
-                "coef": self.coef.tolist(), "intercept": self.intercept,
-                "threshold": self.threshold, "show": self.show, "blend": self.blend,
-                "figures": self.figures or {}}
+        out = {"names": self.names, "mean": self.mean.tolist(), "scale": self.scale.tolist(),
+               "coef": self.coef.tolist(), "intercept": self.intercept,
+               "threshold": self.threshold, "show": self.show, "blend": self.blend,
+               "figures": self.figures or {}}
+        if self.counter is not None:
+            out["counter"] = self.counter.to_json()
+        return out
 
     @classmethod
-    def from_json(cls, d: dict) -> "MembershipModel":
-        """Raises ValueError when the file's features are not :data:`FEATURES`."""
-        if list(d["names"]) != list(FEATURES):
+    def from_json(cls, d: dict, first: bool = False) -> "MembershipModel":
+        """Raises ValueError when the file's features are not :data:`FEATURES` (with ``first``,
+        as for its counter: the first ones)."""
+        names = list(d["names"])
+        if names != list(FEATURES)[:len(names) if first else None]:
             raise ValueError(f"membership weights name features {d['names']}, this code has "
                              f"{list(FEATURES)}: refit with bench/train_membership.py")
-        return cls(list(d["names"]), np.asarray(d["mean"]), np.asarray(d["scale"]),
+        counter = cls.from_json(d["counter"], first=True) if d.get("counter") else None
+        return cls(names, np.asarray(d["mean"]), np.asarray(d["scale"]),
                    np.asarray(d["coef"]), float(d["intercept"]), float(d["threshold"]),
                    float(d.get("show", d["threshold"])), float(d.get("blend", 1.0)),
-                   d.get("figures") or {})
+                   d.get("figures") or {}, counter)
 
 
 def fit(rows: Sequence[np.ndarray], labels: Sequence[np.ndarray], c: float = 1.0,
-        threshold: float = 0.5) -> MembershipModel:
+        threshold: float = 0.5, n_features: int | None = None) -> MembershipModel:
     """Fit a :class:`MembershipModel` on candidate feature rows (one (n_i, F) array per topic)
-    and their 0/1 labels (one (n_i,) array per topic). L2-regularised logistic regression
-    (scikit-learn ``LogisticRegression``, lbfgs, inverse strength ``c``) on standardised
-    features."""
+    and their 0/1 labels (one (n_i,) array per topic), on the first ``n_features`` columns (all
+    by default). L2-regularised logistic regression (scikit-learn ``LogisticRegression``,
+    lbfgs, inverse strength ``c``) on standardised features."""
     from sklearn.linear_model import LogisticRegression
 
-    x = np.concatenate(rows)
+    x = np.concatenate(rows)[:, :n_features]
     y = np.concatenate(labels)
     mean, scale = x.mean(0), x.std(0)
     scale = np.where(scale > 1e-9, scale, 1.0)
     lr = LogisticRegression(C=c, max_iter=2000).fit((x - mean) / scale, y)
-    return MembershipModel(list(FEATURES), mean, scale, lr.coef_[0].astype(np.float64),
-                           float(lr.intercept_[0]), threshold)
+    return MembershipModel(list(FEATURES)[:x.shape[1]], mean, scale,
+                           lr.coef_[0].astype(np.float64), float(lr.intercept_[0]), threshold)
 
 
 @lru_cache(maxsize=1)
@@ -214,7 +268,9 @@ class Membership:
     """One topic's candidates with their probability of being on topic, best first.
 
     ``ids`` and ``probs`` (shape (n,)) are in descending probability; ``threshold`` and
-    ``show`` are the model's. :meth:`members` are the papers counted as on topic."""
+    ``show`` are the model's. :meth:`members` are the papers counted as on topic: those whose
+    ``count_probs`` (the model's counter's, aligned with ``ids``; ``probs`` when None) are at or
+    above ``threshold``."""
 
     topic: str
     ids: list[str]
@@ -222,6 +278,10 @@ class Membership:
     threshold: float
     show: float
     blend: float = 1.0
+    count_probs: np.ndarray | None = None
+
+    def _counted(self) -> np.ndarray:
+        return self.probs if self.count_probs is None else self.count_probs
 
     def order_key(self, prob: float, rank: int, n: int) -> float:
         """A survey's sort key for a paper of probability ``prob`` at 0-based ``rank`` of ``n``
@@ -229,13 +289,14 @@ class Membership:
         return self.blend * prob + (1.0 - self.blend) * (1.0 - rank / max(n, 1))
 
     def members(self, allowed: set[str] | None = None) -> list[str]:
-        """Ids with probability >= threshold (among ``allowed`` when given), best first."""
-        return [pid for pid, p in zip(self.ids, self.probs)
+        """Ids with count probability >= threshold (among ``allowed`` when given), in
+        descending probability."""
+        return [pid for pid, p in zip(self.ids, self._counted())
                 if p >= self.threshold and (allowed is None or pid in allowed)]
 
     def expected(self, allowed: set[str] | None = None) -> float:
-        """The expected number of on-topic papers: the sum of the probabilities."""
-        return float(sum(p for pid, p in zip(self.ids, self.probs)
+        """The expected number of on-topic papers: the sum of the count probabilities."""
+        return float(sum(p for pid, p in zip(self.ids, self._counted())
                          if allowed is None or pid in allowed))
 
     def prob(self, paper_id: str) -> float:
@@ -265,5 +326,6 @@ def membership(retriever, topic: str, model: MembershipModel | None = None,
     ids, x = candidates(retriever, topic, within, extra, reference)
     probs = model.probabilities(x)
     order = np.argsort(-probs, kind="stable")
+    counted = model.count_probabilities(x)[order] if model.counter is not None else None
     return Membership(topic, [ids[i] for i in order], probs[order], model.threshold,
-                      model.show, model.blend)
+                      model.show, model.blend, counted)
