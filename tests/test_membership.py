@@ -358,6 +358,32 @@ def test_conversations_of_the_issue(accepted):
 
 @pytest.mark.slow
 @pytest.mark.integration
+def test_fresh_topic_conversations_read_in_the_browser(accepted):
+    from rag.evaluate.topics import first_number
+
+    # "did any get a spotlight?" where the list has none (ICLR 2026: orals and posters): said
+    # so with what the list holds, no empty "instead" list
+    *_, spot = _ask(accepted, "continual learning for vision-language models",
+                    "did any get a spotlight")
+    assert not spot.hits and "no paper in this index does" in spot.text
+    assert "Accept (Oral)" in spot.text
+    # "what does the second one propose exactly": what it proposes, not the sentence closest to
+    # "exactly" ("Code, models and new data will be publicly released.")
+    *_, what = _ask(accepted, "machine unlearning for LLMs", "what does the second one propose "
+                    "exactly")
+    assert "does not say this directly" not in what.text and "propose" in what.text.lower()
+    # "which of these use tree-based drafting?": the papers that say "tree", not every paper
+    # with "based" (9 of 10 before)
+    survey, tree = _ask(accepted, "speculative decoding papers",
+                        "which of these use tree-based drafting instead of a single draft "
+                        "sequence?")
+    n = first_number(tree.text)
+    assert n is not None and 1 <= n <= len(survey.hits) // 2
+    assert all("tree" in f"{h.paper.title} {h.paper.abstract}".lower() for h in tree.hits[:n])
+
+
+@pytest.mark.slow
+@pytest.mark.integration
 def test_a_filter_that_leaves_none_never_lists_off_topic_papers(accepted):
     from rag.retrieve.membership import membership
 

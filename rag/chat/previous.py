@@ -247,6 +247,14 @@ def _from_previous(plan: Plan, source: str, prev: Turn, used: Filters, retriever
         notes.append(note(f"None of {scope} matches {facets.describe(used)}."))
         return Selection([], standalone=_about(plan.said, papers), filters=used, scope=scope,
                          total=total, notes=notes, focus=[], exact=True)
+    if used and not kept and not facets.matching(retriever.papers, used):
+        # "did any get a spotlight?" where the list has no spotlights at all: said so, with
+        # what it has, not a search for the earlier question's papers that match (none)
+        notes.append(note(f"None of {scope} matches {facets.describe(used)}, and no paper in "
+                          f"this index does (it holds {len(retriever.papers):,} papers: "
+                          f"{facets.status_breakdown(list(retriever.papers.values()))})."))
+        return Selection([], standalone=_about(plan.said, papers), filters=used, scope=scope,
+                         total=total, notes=notes, focus=[], exact=True, explained=True)
     if used and not kept:
         what = facets.describe(used)
         on_topic = _on_topic_instead(plan, prev, used, scope, retriever, notes)

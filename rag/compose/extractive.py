@@ -54,7 +54,10 @@ MIN_ITEM_RELEVANCE = 0.35
 #: Stemmed question words too generic to expect in the answering sentence ("what results does it
 #: report?" is answered by a results sentence that need not say "result" or "report").
 GENERIC_TERMS = frozenset("result report show find work method approach perform achiev contribut "
-                          "use evalu experi propos introduc main key idea".split())
+                          "use evalu experi propos introduc main key idea "
+                          # how a turn is said, not what it asks ("what does it propose exactly?"
+                          # quoted "Code ... will be released"), and "-based" of "tree-based"
+                          "exact actual precis realli again pleas specif detail base".split())
 #: A figure as results state them: a percentage, a factor (3x, 2.5×), points, or a decimal.
 _FIGURE = re.compile(r"\d+(?:\.\d+)?\s?(?:%|x\b|×|-?fold\b|points?\b|pp\b)|\d+\.\d+|"
                      r"\b\d+\s?(?:ms|s|seconds|hours|GB|MB|tokens)\b")
