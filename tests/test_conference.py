@@ -194,7 +194,8 @@ def test_facet_count_of_nothing_says_what_the_index_holds():
     ("How many papers propose methods for music generation?", "music generation"),
     ("how many accepted papers are about KANs?", "KANs"),
     ("How many papers use or study sparse autoencoders?", "sparse autoencoders"),
-    ("How many papers apply reinforcement learning to robots?", "reinforcement learning to robots")])
+    ("How many papers apply reinforcement learning to robots?", "reinforcement learning to robots"),
+    ("roughly how many offline RL papers in total?", "offline RL")])
 def test_topic_of_a_count_question(question, topic):
     from rag.understand.topics import count_topic, has_topic
 

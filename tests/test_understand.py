@@ -252,6 +252,11 @@ SAFETY = "primary_area=alignment, fairness, safety, privacy, and societal consid
      ["primary_area=datasets and benchmarks"], None),
     ("and the lowest rated one overall?", [], None),
     ("could you pull up work by him on that?", [], None),
+    # a word before an area's short name that makes it a topic within the area
+    ("roughly how many offline RL papers in total?", [], None),
+    ("multi-agent reinforcement learning papers", [], None),
+    ("deep RL orals", ["status=oral"], None),
+    ("RL papers with rating above 6", ["rating>6", "primary_area=reinforcement learning"], None),
 ])
 def test_filters_of_the_whole_area_list(text, filters, query):
     """Over all 21 areas of ICLR 2026; ``query``, when given, is what is left to search."""

@@ -30,6 +30,13 @@ _IN_AREA = re.compile(r"\b(?:in|within|from)\s+(?:the\s+)?(?=\w)", re.I)
 # "the optimization papers", "learning theory orals": an area named exactly before the noun
 _AREA_PAPERS = re.compile(r"(?<=\w)\s+(?:papers?|submissions?|works|orals?|posters?|"
                           r"spotlights?)\b", re.I)
+#: A word that makes an area's name a topic within it when said right before it ("offline RL
+#: papers", "inverse reinforcement learning papers", "multi-agent RL papers").
+SUBFIELD = re.compile(r"\b(?:offline|online|deep|inverse|safe|multi-?agent|model-?based|model-?free|"
+                      r"hierarchical|meta|distributional|batch|off-?policy|on-?policy|"
+                      r"goal-?conditioned|multi-?task|continual|federated|robust|constrained|"
+                      r"risk-?sensitive|causal|bayesian|in-?context|zero-?shot|unsupervised|"
+                      r"self-?supervised|quantum|adversarial)[\s-]+$", re.I)
 # ... and ends the phrase there ("in learning theory?", not "in learning-theory proof sketches")
 _AREA_END = re.compile(r"\s*(?:[^\w\s]|$|(?:and|or|with|that|which|rated|about|on|papers?|"
                        r"area|track|from|in|by(?!\s+\w+ing\b)|are|is|were|was|sorted|ordered|"

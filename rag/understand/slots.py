@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from rag.filters import FilterError, Filters
-from rag.understand.area_words import (TRACK_VERB, _AREA, _AREA_END, _AREA_NAMED, _AREA_PAPERS,
+from rag.understand.area_words import (SUBFIELD, TRACK_VERB, _AREA, _AREA_END, _AREA_NAMED, _AREA_PAPERS,
                                        _IN_AREA, _content_words, match_area)
 from rag.understand.filter_words import (EXCLUDING, MAX_AUTHOR_CHARS, SHORT_YEAR, _AFTER_THRESHOLD,
                                          _AUTHOR,
@@ -336,6 +336,8 @@ def read_filters(question: str, *, areas: Sequence[str] = ()) -> FilterSlots:
             for j in range(max(0, len(words) - 14), len(words)):  # the longest run naming one
                 start = words[j].start()
                 area = match_area(question[start:m.start()], areas, exact=True)
+                if area and SUBFIELD.search(question[:start]):
+                    break  # "offline RL papers": a topic within the area, searched as words
                 if area:
                     take(m, "primary_area", area, start, m.start())
                     break

@@ -99,9 +99,11 @@ _COUNT_LEAD = re.compile(
     # "propose methods for music generation": the methods are no part of the topic
     r"(?:(?:new\s+|novel\s+)?(?:methods?|approaches|techniques|ways|models)\s+(?:for|to)\s+)?",
     re.I)
-_TRAILER = re.compile(r"\s*(?:(?:in|at|from)?\s*(?:this|the)\s+(?:index|list|corpus|conference)|"
+_TRAILER = re.compile(r"(?:\s*(?:(?:in|at|from)?\s*(?:this|the)\s+(?:index|list|corpus|conference)|"
                       r"(?:got|get|were|was|are|have\s+been|has\s+been)\s+(?:in|accepted)|"
-                      r"(?:at|in)\s+ICLR(?:\s+\d{4})?|(?:(?:are|were|is|was)\s+)?there(?:\s+are)?)?"
+                      r"(?:at|in)\s+ICLR(?:\s+\d{4})?|(?:(?:are|were|is|was)\s+)?there(?:\s+are)?|"
+                      # "how many offline RL papers in total at ICLR 2026?"
+                      r"(?:in\s+)?(?:total|overall|altogether)))*"
                       r"\s*[?.!]*\s*$", re.I)
 #: A preposition a topic was said with ("orals on diffusion language models" less its filter
 #: leaves "on diffusion language models"): not part of the topic's phrase.
