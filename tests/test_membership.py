@@ -380,6 +380,13 @@ def test_fresh_topic_conversations_read_in_the_browser(accepted):
     n = first_number(tree.text)
     assert n is not None and 1 <= n <= len(survey.hits) // 2
     assert all("tree" in f"{h.paper.title} {h.paper.abstract}".lower() for h in tree.hits[:n])
+    # "any with 6 or more?" after "what does the third one propose": among the survey's papers,
+    # not the one described (which left none, then searched the describing turn's words)
+    survey, _, rated = _ask(accepted, "machine unlearning for LLMs",
+                            "what does the third one propose", "any with 6 or more?")
+    assert rated.hits and {h.id for h in rated.hits} <= {h.id for h in survey.hits}
+    assert all(h.paper.rating["mean"] >= 6 for h in rated.hits)
+    assert "new search" not in rated.text
 
 
 @pytest.mark.slow

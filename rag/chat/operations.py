@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Sequence
 
 from rag.chat.exact import Outcome, _cite, _count, _rated, _similar
 from rag.chat.previous import (_area_before, _compare_with_discussed, _described, _from_previous,
-                               _list_with, _paired, _searched_topic, _showed)
+                               _list_asked, _list_with, _paired, _searched_topic, _showed)
 from rag.chat.selection import (COMPARE_DEFAULT, COMPARE_MAX, Selection, _as_hits, _catalog,
                                 _missing_names, _named, _search)
 from rag.compose import extractive
@@ -225,6 +225,8 @@ def select(plan: Plan, history: Sequence[Turn], retriever: Retriever, settings: 
             # "how many orals does it have?" after a listing of a track: the set the listing
             # matched, not the cards it showed
             source = "previous"
+        if (listed := _list_asked(plan, source, prev, history)) is not None:
+            source, prev = "previous", listed
         paired = _paired(plan, source, prev, history)
         if paired is not prev:
             source = "focus"  # the two papers of the last two turns, not the cards shown

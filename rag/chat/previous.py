@@ -9,6 +9,7 @@ is run again under the filters (:mod:`rag.chat.selection`).
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from typing import TYPE_CHECKING, Sequence
 
@@ -74,6 +75,22 @@ def _paired(plan: Plan, source: str, prev: Turn, history: Sequence[Turn]) -> Tur
     first = earlier.papers[0]
     rest = [p for p in prev.papers if p.id != first.id]
     return replace(prev, papers=[first] + rest, focus=2)
+
+
+#: "any that got 8+", "which of them", "any orals": a filter asked of several papers.
+_ANY_OF_SEVERAL = re.compile(r"\b(?:any|which|those|these|them|ones)\b", re.I)
+
+
+def _list_asked(plan: Plan, source: str, prev: Turn, history: Sequence[Turn]) -> Turn | None:
+    """The list before ``prev`` when ``prev`` was about one of its papers by its number ("what
+    does the third one propose?") and this turn filters several ("any that got high reviewer
+    scores, like 8+?"): the list's papers are meant, not the one paper (whose filter leaves none
+    and searched the describing turn's words, off the topic); else None."""
+    if source != "focus" or plan.op not in ("count", "list", "sort", "extreme") or \
+            not plan.filters or len(prev.discussed) != 1 or \
+            prev.plan.get("papers") != "positions" or not _ANY_OF_SEVERAL.search(plan.said):
+        return None
+    return next((t for t in reversed(history) if t is not prev and len(t.shown) > 1), None)
 
 
 #: Operations that act on every paper a previous catalog answer matched, not only those shown.
