@@ -173,13 +173,14 @@ def test_a_broad_topic_keeps_the_phrase_count():
 
 
 # --- the labelled topics ----------------------------------------------------------------------
-@pytest.mark.parametrize("name", ["topics_a.jsonl", "topics_b.jsonl"])
-def test_topic_files_are_well_formed(name):
+@pytest.mark.parametrize("name,n", [("topics_a.jsonl", 20), ("topics_b.jsonl", 20),
+                                    ("topics_c.jsonl", 16)])
+def test_topic_files_are_well_formed(name, n):
     from rag.evaluate.topics import load_topics
 
     rows = load_topics(TOPICS / name)
-    assert len(rows) == 20
-    assert len({r["topic_id"] for r in rows}) == 20
+    assert len(rows) == n
+    assert len({r["topic_id"] for r in rows}) == n
     for r in rows:
         on, border = set(r["on_topic"]), set(r.get("borderline") or [])
         assert len(on) == len(r["on_topic"]) and not on & border
@@ -192,7 +193,7 @@ def test_topic_ids_are_accepted_papers():
         pytest.skip(f"{path} is absent (shared paper data beside the repo)")
     ids = {json.loads(line)["id"] for line in path.read_text(encoding="utf-8").splitlines()
            if line.strip()}
-    for name in ("topics_a.jsonl", "topics_b.jsonl"):
+    for name in ("topics_a.jsonl", "topics_b.jsonl", "topics_c.jsonl"):
         for line in (TOPICS / name).read_text(encoding="utf-8").splitlines():
             r = json.loads(line)
             assert set(r["on_topic"]) | set(r.get("borderline") or []) <= ids, r["topic_id"]
@@ -387,6 +388,11 @@ def test_fresh_topic_conversations_read_in_the_browser(accepted):
     assert rated.hits and {h.id for h in rated.hits} <= {h.id for h in survey.hits}
     assert all(h.paper.rating["mean"] >= 6 for h in rated.hits)
     assert "new search" not in rated.text
+    # "and which of those are orals?" after a rating filter: among the filter's papers, never
+    # every oral of the list (the filter turn's words are no topic to search)
+    _, kept, orals = _ask(accepted, "world models for reinforcement learning",
+                          "only keep the ones rated 6 or more", "and which of those are orals?")
+    assert {h.id for h in orals.hits} <= {h.id for h in kept.hits}
 
 
 @pytest.mark.slow

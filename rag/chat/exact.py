@@ -254,8 +254,9 @@ def _rated(plan: Plan, sel: Selection, retriever: Retriever) -> Outcome:
     """``list``, ``sort`` and ``extreme`` over the chosen papers, by mean reviewer rating."""
     hits = sel.hits
     papers = sel.every if sel.every is not None else [h.paper for h in hits]
-    if not papers:
-        return Outcome([note(f"No paper matches {facets.describe(sel.filters)}.")],
+    if not papers:  # (of papers in hand, the notes say which: "None of the 5 papers ...")
+        return Outcome([note("0 papers." if sel.scope and sel.notes else
+                             f"No paper matches {facets.describe(sel.filters)}.")],
                        plan.op if plan.op != "sort" else "rated", [])
     desc = plan.order != "rating_asc"
     rule = "" if not sel.searched else (f" (the {len(hits)} papers most relevant to the "

@@ -277,6 +277,14 @@ def _from_previous(plan: Plan, source: str, prev: Turn, used: Filters, retriever
         on_topic = _on_topic_instead(plan, prev, used, scope, retriever, notes)
         if on_topic is not None:
             return on_topic
+        if prev.plan.get("papers") in ("previous", "focus", "positions"):
+            # "and which of those are orals?" after "only keep the ones rated 6 or more": that
+            # turn searched nothing, so a new search for its words would find no topic (it
+            # listed all 224 orals of the list)
+            notes.append(note(f"None of {scope} matches {what}."))
+            return Selection([], standalone=_about(plan.said, papers), filters=used,
+                             scope=scope, total=total, notes=notes, focus=[], exact=True,
+                             explained=True)
         said_at = len(notes)
         # after the direct line ("19 of the most relevant papers on this topic match ..."):
         notes.append(note(f"None of {scope} matches {what}, so these come from a new search "
