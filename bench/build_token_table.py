@@ -112,7 +112,7 @@ def main(argv=None) -> int:
             "model": "all-MiniLM-L6-v2 (bundled)"}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     tmp = args.out.with_suffix(".tmp.npz")
-    np.savez_compressed(tmp, meta=np.array(json.dumps(meta)), **arrays)
+    np.savez(tmp, meta=np.array(json.dumps(meta)), **arrays)  # uncompressed: loads faster
     tmp.replace(args.out)
     print(f"{args.out}: {len(arrays['ids']):,} word pieces from {len(texts):,} papers, "
           f"{args.out.stat().st_size / 1e6:.1f} MB")
