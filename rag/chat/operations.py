@@ -232,7 +232,7 @@ def select(plan: Plan, history: Sequence[Turn], retriever: Retriever, settings: 
             source = "focus"  # the two papers of the last two turns, not the cards shown
         elif source == "positions":
             paired = _list_with(plan.positions, prev, history, notes)
-        sel = _from_previous(plan, source, paired, used, retriever, settings, k, notes)
+        sel = _from_previous(plan, source, paired, used, retriever, settings, k, notes, history)
     elif source == "named" and not plan.ids and not plan.sides and prev is not None and \
             _described(plan, prev, retriever):
         sel = _named(plan, _target_filters(plan, used), retriever, settings, k, notes)

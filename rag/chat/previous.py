@@ -204,8 +204,19 @@ def _on_topic_instead(plan: Plan, prev: Turn, used: Filters, scope: str,
                      notes=notes, focus=list(range(1, len(hits) + 1)))
 
 
+def _topic_turn(prev: Turn, history: Sequence[Turn]) -> Turn:
+    """The turn whose search gave ``prev``'s papers: ``prev``, or, when ``prev`` worked on the
+    papers before it ("only keep the ones rated 6 or more", "now defenses against them"), the
+    last earlier turn that searched."""
+    if prev.plan.get("papers") not in ("previous", "focus", "positions"):
+        return prev
+    earlier = [t for t in history if t is not prev and t.plan.get("papers") == "search"]
+    return earlier[-1] if earlier else prev
+
+
 def _from_previous(plan: Plan, source: str, prev: Turn, used: Filters, retriever: Retriever,
-                   settings: Settings, k: int, notes: list) -> Selection:
+                   settings: Settings, k: int, notes: list,
+                   history: Sequence[Turn] = ()) -> Selection:
     shown = prev.shown
     whole: list[Paper] = []
     if source == "positions":
@@ -274,13 +285,15 @@ def _from_previous(plan: Plan, source: str, prev: Turn, used: Filters, retriever
                          total=total, notes=notes, focus=[], exact=True, explained=True)
     if used and not kept:
         what = facets.describe(used)
-        on_topic = _on_topic_instead(plan, prev, used, scope, retriever, notes)
+        # (the topic of the search the papers came from, when the last turn worked on them)
+        on_topic = _on_topic_instead(plan, _topic_turn(prev, history), used, scope, retriever,
+                                     notes)
         if on_topic is not None:
             return on_topic
         if prev.plan.get("papers") in ("previous", "focus", "positions"):
-            # "and which of those are orals?" after "only keep the ones rated 6 or more": that
-            # turn searched nothing, so a new search for its words would find no topic (it
-            # listed all 224 orals of the list)
+            # "and which of those are orals?" after "only keep the ones rated 6 or more" with no
+            # topic model: that turn searched nothing, so a new search for its words would find
+            # no topic (it listed all 224 orals of the list)
             notes.append(note(f"None of {scope} matches {what}."))
             return Selection([], standalone=_about(plan.said, papers), filters=used,
                              scope=scope, total=total, notes=notes, focus=[], exact=True,
