@@ -204,11 +204,15 @@ def _on_topic_instead(plan: Plan, prev: Turn, used: Filters, scope: str,
                      notes=notes, focus=list(range(1, len(hits) + 1)))
 
 
+#: Where a turn's papers came from when it worked on those of the answer before it.
+_IN_HAND = ("previous", "focus", "positions")
+
+
 def _topic_turn(prev: Turn, history: Sequence[Turn]) -> Turn:
     """The turn whose search gave ``prev``'s papers: ``prev``, or, when ``prev`` worked on the
     papers before it ("only keep the ones rated 6 or more", "now defenses against them"), the
     last earlier turn that searched."""
-    if prev.plan.get("papers") not in ("previous", "focus", "positions"):
+    if prev.plan.get("papers") not in _IN_HAND:
         return prev
     earlier = [t for t in history if t is not prev and t.plan.get("papers") == "search"]
     return earlier[-1] if earlier else prev
@@ -264,25 +268,28 @@ def _from_previous(plan: Plan, source: str, prev: Turn, used: Filters, retriever
     plan.ids = [p.id for p in papers]
     total = len(papers)
     kept = [p for p in papers if not used or used.matches(p)]
+
+    def none_of_them(explained: bool = False) -> Selection:
+        """No paper of those in hand: the answer is that none of them matches."""
+        return Selection([], standalone=_about(plan.said, papers), filters=used, scope=scope,
+                         total=total, notes=notes, focus=[], exact=True, explained=explained)
+
     if used and not kept and plan.op == "count":
         # "how many of them are orals?" and none is: 0 of them, not a count of another set
-        return Selection([], standalone=_about(plan.said, papers), filters=used, scope=scope,
-                         total=total, notes=notes, focus=[], exact=True)
+        return none_of_them()
     if used and not kept and whole and len(whole) == len(papers) and prev.plan.get(
             "papers") == "catalog":
         # "which were orals?" after "papers by Sergey Levine": every one of his papers was in
         # hand, so none is the answer, not every oral of the index
         notes.append(note(f"None of {scope} matches {facets.describe(used)}."))
-        return Selection([], standalone=_about(plan.said, papers), filters=used, scope=scope,
-                         total=total, notes=notes, focus=[], exact=True)
+        return none_of_them()
     if used and not kept and not facets.matching(retriever.papers, used):
         # "did any get a spotlight?" where the list has no spotlights at all: said so, with
         # what it has, not a search for the earlier question's papers that match (none)
         notes.append(note(f"None of {scope} matches {facets.describe(used)}, and no paper in "
                           f"this index does (it holds {len(retriever.papers):,} papers: "
                           f"{facets.status_breakdown(list(retriever.papers.values()))})."))
-        return Selection([], standalone=_about(plan.said, papers), filters=used, scope=scope,
-                         total=total, notes=notes, focus=[], exact=True, explained=True)
+        return none_of_them(explained=True)
     if used and not kept:
         what = facets.describe(used)
         # (the topic of the search the papers came from, when the last turn worked on them)
@@ -290,14 +297,12 @@ def _from_previous(plan: Plan, source: str, prev: Turn, used: Filters, retriever
                                      notes)
         if on_topic is not None:
             return on_topic
-        if prev.plan.get("papers") in ("previous", "focus", "positions"):
+        if prev.plan.get("papers") in _IN_HAND:
             # "and which of those are orals?" after "only keep the ones rated 6 or more" with no
             # topic model: that turn searched nothing, so a new search for its words would find
             # no topic (it listed all 224 orals of the list)
             notes.append(note(f"None of {scope} matches {what}."))
-            return Selection([], standalone=_about(plan.said, papers), filters=used,
-                             scope=scope, total=total, notes=notes, focus=[], exact=True,
-                             explained=True)
+            return none_of_them(explained=True)
         said_at = len(notes)
         # after the direct line ("19 of the most relevant papers on this topic match ..."):
         notes.append(note(f"None of {scope} matches {what}, so these come from a new search "
