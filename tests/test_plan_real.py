@@ -396,6 +396,34 @@ def test_of_these_is_never_a_new_search(accepted_ask):
 
 
 @pytest.mark.slow
+def test_narrowing_the_papers_in_hand_in_other_words_picks_among_them(accepted_ask):
+    """"narrow it down to the ones about X", "only the ones on X", "which ones focus on X": a
+    pick among the survey's papers (in fresh conversations they were new searches for the words
+    "narrow it down to ...", a list of all 15, or a description of all 15)."""
+    from rag.evaluate.topics import first_number
+
+    first, history = accepted_ask("papers on parameter-efficient fine-tuning")
+    before = {h.id for h in first.hits}
+
+    def says(h, stem):
+        return stem in f"{h.paper.title} {h.paper.abstract}".lower()
+
+    quant, _ = accepted_ask("narrow it down to the ones about quantization", history)
+    n = first_number(quant.text)
+    assert quant.plan["papers"] == "previous" and quant.plan["op"] == "lookup"
+    assert {h.id for h in quant.hits} <= before and "new search" not in quant.text
+    assert n is not None and 0 < n < sum(says(h, "quantiz") for h in first.hits) + 1
+    assert all(says(h, "quantiz") for h in quant.hits[:n])
+    # none of the 15 is on diffusion models (none says "diffusion"): said, none picked
+    assert not any(says(h, "diffusion") for h in first.hits)
+    diff, _ = accepted_ask("only the ones on diffusion models", history)
+    assert diff.plan["papers"] == "previous" and diff.text.startswith("None of the")
+    vision, _ = accepted_ask("which ones focus on vision models?", history)
+    assert vision.plan["papers"] == "previous" and vision.kind == "lookup"
+    assert {h.id for h in vision.hits} <= before
+
+
+@pytest.mark.slow
 def test_the_best_rated_paper_of_an_area_says_which_part_it_is_the_best_of(accepted_ask):
     area = "reinforcement learning"
     papers = [p for p in _accepted() if p["primary_area"] == area]

@@ -51,6 +51,34 @@ def test_count_asked(text, n):
     assert position_words.count_asked(text)[0] == n
 
 
+@pytest.mark.parametrize("text,narrows,rest,topic", [
+    ("narrow it down to the ones about quantization", True, "about quantization", "quantization"),
+    ("narrow it down to ones proposing a new benchmark", True, "proposing a new benchmark", ""),
+    ("only the ones on diffusion models", True, "on diffusion models", "diffusion models"),
+    ("keep only the ones that use LoRA", True, "use LoRA", ""),
+    ("filter them to those about robotics?", True, "about robotics?", "robotics"),
+    ("ok just the papers dealing with speech", True, "dealing with speech", "speech"),
+    ("which ones focus on vision models?", False, None, "vision models"),
+    ("which of these are about LLMs?", False, None, "LLMs"),
+    ("any of them targeting robots", False, None, "robots"),
+    ("which r about repo-level code", False, None, "repo-level code"),
+    ("keep the ones that target deformable objects", True, "target deformable objects",
+     "deformable objects"),
+    # not a narrowing by content: a new subject, a tier, the bare set, a new search
+    ("what about diffusion models?", False, None, ""),
+    ("what about below... hmm, 5 or less", False, None, ""),
+    ("only keep the ones rated 6 or more", True, "rated 6 or more", ""),  # (a rating: read.py)
+    ("just the orals", False, None, ""),
+    ("only the ones", False, None, ""),
+    ("which papers study diffusion", False, None, ""),
+    ("any papers on music generation?", False, None, ""),
+])
+def test_narrowing_the_papers_in_hand(text, narrows, rest, topic):
+    assert position_words.narrows(text) is narrows
+    assert position_words.narrowed(text) == (rest if narrows else text)
+    assert position_words.about_topic(text) == topic
+
+
 @pytest.mark.parametrize("text,plural", [("the highest-rated papers on X", True),
                                          ("the highest-rated paper on X", False),
                                          ("which one has the best reviews", False),

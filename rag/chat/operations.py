@@ -45,6 +45,7 @@ from rag.conference.trends import index_year_totals
 from rag.filters import Filters
 from rag.types import Hit
 from rag.understand.plan import Plan
+from rag.understand.position_words import about_topic, narrowed
 from rag.understand.topics import has_topic, survey_topic
 
 if TYPE_CHECKING:
@@ -404,20 +405,6 @@ def _run(plan: Plan, sel: Selection, retriever: Retriever, settings: Settings) -
 PICK_MAX_SHARE = 0.6
 
 
-#: "which of these are about X", "which ones are on X", "any of them related to X": a topic
-#: asked of the papers in hand (decided by meaning, :func:`_members_among`).
-_ABOUT = re.compile(r"^\W*(?:(?:so|and|ok|okay|now)\W+)?(?:which|what|any)\s+(?:ones?\s+|papers?\s+)?"
-                    r"(?:of\s+(?:these|those|them|the\s+\w+)\s+)?(?:(?:are|is|were|was)\s+)?"
-                    r"(?:really\s+|actually\s+|mainly\s+|mostly\s+)?(?:about|on|related\s+to|"
-                    r"concerned\s+with|dealing\s+with|focused\s+on)\s+(?P<topic>.+?)\W*$", re.I)
-
-
-def _about_topic(query: str) -> str:
-    """The topic a "which of these are about X?" turn asks of the papers in hand, or ``""``."""
-    m = _ABOUT.match(query)
-    return m.group("topic").strip() if m and has_topic(m.group("topic")) else ""
-
-
 class _Members(list):
     """Hit numbers on a topic (a list), with the threshold of the rule that chose them."""
 
@@ -427,8 +414,8 @@ class _Members(list):
 def _members_among(topic: str, hits: Sequence[Hit], retriever: Retriever) -> _Members | None:
     """The numbers (1-based) of ``hits`` the relevance model counts as about ``topic``
     (:mod:`rag.retrieve.membership`: the topic's candidates and these papers, scored alike),
-    most likely first; None when no model applies or none of them is on the topic (the caller then picks by
-    the turn's terms)."""
+    most likely first (empty when none of them is); None when no model applies (a fake): the
+    caller then picks by the turn's terms."""
     from rag.retrieve.membership import membership
 
     ids = [h.id for h in hits]
@@ -439,7 +426,7 @@ def _members_among(topic: str, hits: Sequence[Hit], retriever: Retriever) -> _Me
     out = _Members(sorted((n for n, pid in enumerate(ids, start=1) if pid in on),
                           key=lambda n: -m.prob(ids[n - 1])))
     out.threshold = m.threshold
-    return out or None
+    return out
 
 
 def _pick_among(plan: Plan, sel: Selection, retriever: Retriever) -> Outcome:
@@ -453,20 +440,22 @@ def _pick_among(plan: Plan, sel: Selection, retriever: Retriever) -> Outcome:
     hits = sel.hits
     asked = re.split(r"\b(?:rather\s+than|instead\s+of|but\s+not|except|excluding|other\s+than)\b",
                      plan.query, maxsplit=1, flags=re.I)[0]  # "VLMs rather than text-only LLMs"
-    wanted = question_terms(asked) - extractive.GENERIC_TERMS
+    wanted = question_terms(narrowed(asked)) - extractive.GENERIC_TERMS  # (not "narrow")
     terms = {h.id: set(query_terms(f"{h.paper.title} {h.paper.abstract}")) for h in hits}
     picking = {t for t in wanted
                if 0 < sum(t in terms[h.id] for h in hits) <= PICK_MAX_SHARE * len(hits)}
-    cands = candidates(plan.query, hits, retriever.embedder)
+    cands = candidates(narrowed(plan.query), hits, retriever.embedder)
     best = {n: (cands[n] or [None])[0] for n in range(1, len(hits) + 1)}
     score = {n: c.score if c else -1.0 for n, c in best.items()}
-    about = _about_topic(asked)
+    about = about_topic(asked)
     members = _members_among(about, hits, retriever) if about else None
     if members:  # "which of these are about LLMs?": by meaning, not by the string "LLM"
         chosen = members
         picking = set()
     elif picking:
         chosen = [n for n in range(1, len(hits) + 1) if picking & terms[hits[n - 1].id]]
+    elif members is not None:  # "only the ones on diffusion models": none is, nor says it
+        chosen = []
     else:
         top = max(score.values(), default=0.0)
         chosen = [n for n in score if top > 0 and score[n] >= QUOTE_RELATIVE * top]
@@ -482,6 +471,9 @@ def _pick_among(plan: Plan, sel: Selection, retriever: Retriever) -> Outcome:
     how = "say so in their abstracts" if picking else "come closest, by their abstracts"
     if members:
         how = f"are about “{about}”"
+    if len(chosen) == 1:  # "1 of the 15 papers ... is about"
+        how = re.sub(r"^(?:are|say|come)\b", lambda w: {"are": "is", "say": "says",
+                                                         "come": "comes"}[w.group()], how)
     if chosen:
         out = [direct(f"{len(chosen)} of {scope} {how}:", list(range(1, len(chosen) + 1)))]
         out += [item(new_hits[i - 1], i, quotes[i]) for i in range(1, len(chosen) + 1)]
@@ -491,6 +483,10 @@ def _pick_among(plan: Plan, sel: Selection, retriever: Retriever) -> Outcome:
                             + (f"; the other {len(rest)} are under it." if rest else ".")))
         elif rest and picking:
             out.append(note(f"The other {len(rest)} do not say it in their abstracts."))
+    elif members is not None:
+        out = [note(f"None of {scope} is about “{about}”: the relevance model gives none of them "
+                    f"a probability of at least {members.threshold:.2f}, and none says it in "
+                    f"its abstract; the closest:")]
     else:
         out = [note(f"None of {scope} says this in its abstract; the closest:")]
         out += [item(new_hits[i - 1], i, quotes[i]) for i in range(1, min(3, len(new_hits)) + 1)]
