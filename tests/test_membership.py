@@ -187,6 +187,22 @@ def test_topic_files_are_well_formed(name, n):
         assert all(r[k].strip() for k in ("survey", "terse", "count"))
 
 
+def test_the_narrowing_exchanges_are_well_formed_and_scored_by_their_plan():
+    from bench.narrowing import FILE, handled_as
+
+    rows = [json.loads(line) for line in FILE.read_text(encoding="utf-8").splitlines()
+            if line.strip()]
+    labels = [r["label"] for r in rows]
+    assert len(rows) == 60 and all(r["first"].strip() and r["turn"].strip() for r in rows)
+    assert {lab: labels.count(lab) for lab in set(labels)} == {
+        "narrow_topic": 25, "narrow_term": 12, "new_search": 13, "filter_meta": 10}
+    prev = {"papers": "previous", "op": "lookup", "filters": []}
+    assert handled_as(prev, "lookup") == "narrow"
+    assert handled_as({**prev, "filters": ["status=oral"]}, "list") == "filter_meta"
+    assert handled_as({**prev, "papers": "search", "op": "survey"}, "survey") == "new_search"
+    assert handled_as({**prev, "op": "list"}, "list") == "other:previous/list/list"
+
+
 def test_topic_ids_are_accepted_papers():
     path = SHARED_DATA / "iclr2026_accepted.jsonl"
     if not path.is_file():
