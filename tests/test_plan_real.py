@@ -418,6 +418,7 @@ def test_narrowing_the_papers_in_hand_in_other_words_picks_among_them(accepted_a
     assert not any(says(h, "diffusion") for h in first.hits)
     diff, _ = accepted_ask("only the ones on diffusion models", history)
     assert diff.plan["papers"] == "previous" and diff.text.startswith("None of the")
+    assert "[1]" in diff.text  # (the closest ones shown after it)
     vision, _ = accepted_ask("which ones focus on vision models?", history)
     assert vision.plan["papers"] == "previous" and vision.kind == "lookup"
     assert {h.id for h in vision.hits} <= before

@@ -440,14 +440,15 @@ def _pick_among(plan: Plan, sel: Selection, retriever: Retriever) -> Outcome:
     hits = sel.hits
     asked = re.split(r"\b(?:rather\s+than|instead\s+of|but\s+not|except|excluding|other\s+than)\b",
                      plan.query, maxsplit=1, flags=re.I)[0]  # "VLMs rather than text-only LLMs"
-    wanted = question_terms(narrowed(asked)) - extractive.GENERIC_TERMS  # (not "narrow")
+    about = about_topic(asked)
+    # (the topic's terms: not "narrow", nor "target" of "the ones that target X")
+    wanted = question_terms(about or narrowed(asked)) - extractive.GENERIC_TERMS
     terms = {h.id: set(query_terms(f"{h.paper.title} {h.paper.abstract}")) for h in hits}
     picking = {t for t in wanted
                if 0 < sum(t in terms[h.id] for h in hits) <= PICK_MAX_SHARE * len(hits)}
     cands = candidates(narrowed(plan.query), hits, retriever.embedder)
     best = {n: (cands[n] or [None])[0] for n in range(1, len(hits) + 1)}
     score = {n: c.score if c else -1.0 for n, c in best.items()}
-    about = about_topic(asked)
     members = _members_among(about, hits, retriever) if about else None
     if members:  # "which of these are about LLMs?": by meaning, not by the string "LLM"
         chosen = members
@@ -474,6 +475,7 @@ def _pick_among(plan: Plan, sel: Selection, retriever: Retriever) -> Outcome:
     if len(chosen) == 1:  # "1 of the 15 papers ... is about"
         how = re.sub(r"^(?:are|say|come)\b", lambda w: {"are": "is", "say": "says",
                                                          "come": "comes"}[w.group()], how)
+        how = how.replace("their abstracts", "its abstract")
     if chosen:
         out = [direct(f"{len(chosen)} of {scope} {how}:", list(range(1, len(chosen) + 1)))]
         out += [item(new_hits[i - 1], i, quotes[i]) for i in range(1, len(chosen) + 1)]
@@ -489,6 +491,7 @@ def _pick_among(plan: Plan, sel: Selection, retriever: Retriever) -> Outcome:
                     f"its abstract; the closest:")]
     else:
         out = [note(f"None of {scope} says this in its abstract; the closest:")]
+    if not chosen:
         out += [item(new_hits[i - 1], i, quotes[i]) for i in range(1, min(3, len(new_hits)) + 1)]
     return Outcome(out, "lookup", new_hits, about=list(range(1, max(1, len(chosen)) + 1)),
                    prose=False)
