@@ -226,7 +226,10 @@ def test_topic_count_rule_counts_phrases_in_title_keywords_or_abstract():
     ("What about diffusion language models?", "diffusion language models"),
     ("how about in robotics", "robotics"), ("Same for GNNs?", "GNNs"),
     ("What about its results?", None), ("And for that paper?", None),
-    ("What results does it report?", None), ("protein folding", None)])
+    ("What results does it report?", None), ("protein folding", None),
+    ("switch to speech tokenizers / neural audio codecs", "speech tokenizers / neural audio codecs"),
+    ("ok, switch that to anomaly detection in time series", "anomaly detection in time series"),
+    ("let's move on to diffusion", "diffusion"), ("switch to the orals", None)])
 def test_new_subject(question, subject):
     from rag.understand.topics import new_subject
 

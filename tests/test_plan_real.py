@@ -422,6 +422,18 @@ def test_narrowing_the_papers_in_hand_in_other_words_picks_among_them(accepted_a
     vision, _ = accepted_ask("which ones focus on vision models?", history)
     assert vision.plan["papers"] == "previous" and vision.kind == "lookup"
     assert {h.id for h in vision.hits} <= before
+    # a second batch of fresh conversations, read in the browser: "only 6+" listed all 15;
+    # "ones that handle X" searched anew; "filter to ones doing X" listed neighbours of [1]
+    rated, _ = accepted_ask("only 6+", history)
+    assert rated.filters_applied == ["rating>=6"] and {h.id for h in rated.hits} == {
+        h.id for h in first.hits if (h.paper.rating or {}).get("mean", 0) >= 6}
+    for turn in ("ones that handle irregular geometries or meshes",
+                 "filter to ones doing sim-to-real"):
+        ans, _ = accepted_ask(turn, history)
+        assert ans.plan["papers"] == "previous" and ans.kind == "lookup", turn
+        assert {h.id for h in ans.hits} <= before
+        # (no PEFT paper says "mesh" or "sim"; the closest are shown after saying so)
+        assert ans.text.startswith("None of the"), turn
 
 
 @pytest.mark.slow

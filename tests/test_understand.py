@@ -74,9 +74,11 @@ def test_count_asked(text, n):
     ("any papers on music generation?", False, None, ""),
 ])
 def test_narrowing_the_papers_in_hand(text, narrows, rest, topic):
-    assert position_words.narrows(text) is narrows
-    assert position_words.narrowed(text) == (rest if narrows else text)
-    assert position_words.about_topic(text) == topic
+    from rag.understand import narrowing
+
+    assert narrowing.narrows(text) is narrows
+    assert narrowing.narrowed(text) == (rest if narrows else text)
+    assert narrowing.about_topic(text) == topic
 
 
 @pytest.mark.parametrize("text,plural", [("the highest-rated papers on X", True),
@@ -194,6 +196,8 @@ AREAS = ["learning theory", "causal reasoning", "optimization", "generative mode
     ("drop anything rated under 5", ["rating>=5"]), ("the ones w rating 5 or under pls", ["rating<=5"]),
     ("how many of these got 6 or more", ["rating>=6"]), ("with 7 or more GPUs", []),
     ("and above 6 only", ["rating>6"]), ("6+ ones only", ["rating>=6"]),
+    # a bare threshold that is the whole request; not one inside a name
+    ("only 6+", ["rating>=6"]), ("just 7+ pls", ["rating>=7"]), ("papers on GPT-4+ models", []),
     ("how many are rated, like, 6 or above", ["rating>=6"]),
     ("sort interpretability posters worst first", ["status=poster"]),
     ("lt area spotlights, order by rating", ["status=spotlight", "primary_area=learning theory"]),

@@ -45,7 +45,8 @@ from rag.conference.trends import index_year_totals
 from rag.filters import Filters
 from rag.types import Hit
 from rag.understand.plan import Plan
-from rag.understand.position_words import about_topic, narrowed
+from rag.chat.term_pick import pick_by_terms
+from rag.understand.narrowing import about_topic, narrowed, narrows
 from rag.understand.topics import has_topic, survey_topic
 
 if TYPE_CHECKING:
@@ -400,11 +401,6 @@ def _run(plan: Plan, sel: Selection, retriever: Retriever, settings: Settings) -
                    prose=True)
 
 
-#: A term of the turn picks among the previous answer's papers when at most this share of them
-#: has it (a term all of them have, "LLM" after a search on LLMs, picks none).
-PICK_MAX_SHARE = 0.6
-
-
 class _Members(list):
     """Hit numbers on a topic (a list), with the threshold of the rule that chose them."""
 
@@ -431,21 +427,19 @@ def _members_among(topic: str, hits: Sequence[Hit], retriever: Retriever) -> _Me
 
 def _pick_among(plan: Plan, sel: Selection, retriever: Retriever) -> Outcome:
     """"Which of these use quantization?": the previous answer's papers whose title or abstract
-    has a term of the turn that not most of them have (:data:`PICK_MAX_SHARE`), each with its
-    best sentence for the turn, then the others; with no such term, the papers whose best
-    sentence is within :data:`rag.compose.quotes.QUOTE_RELATIVE` of the best one's relevance."""
+    has the turn's terms (:func:`rag.chat.term_pick.pick_by_terms`), each with its best
+    sentence for the turn, then the others; with no such term, the papers whose best sentence
+    is within :data:`rag.compose.quotes.QUOTE_RELATIVE` of the best one's relevance (none for a
+    turn that narrows in so many words, "only the ones doing X")."""
     from rag.backends.lexical import query_terms
-    from rag.compose.quotes import QUOTE_RELATIVE, question_terms
+    from rag.compose.quotes import QUOTE_RELATIVE
 
     hits = sel.hits
     asked = re.split(r"\b(?:rather\s+than|instead\s+of|but\s+not|except|excluding|other\s+than)\b",
                      plan.query, maxsplit=1, flags=re.I)[0]  # "VLMs rather than text-only LLMs"
     about = about_topic(asked)
     # (the topic's terms: not "narrow", nor "target" of "the ones that target X")
-    wanted = question_terms(about or narrowed(asked)) - extractive.GENERIC_TERMS
-    terms = {h.id: set(query_terms(f"{h.paper.title} {h.paper.abstract}")) for h in hits}
-    picking = {t for t in wanted
-               if 0 < sum(t in terms[h.id] for h in hits) <= PICK_MAX_SHARE * len(hits)}
+    by_terms, picking = pick_by_terms(about or narrowed(asked), hits, extractive.GENERIC_TERMS)
     cands = candidates(narrowed(plan.query), hits, retriever.embedder)
     best = {n: (cands[n] or [None])[0] for n in range(1, len(hits) + 1)}
     score = {n: c.score if c else -1.0 for n, c in best.items()}
@@ -454,9 +448,9 @@ def _pick_among(plan: Plan, sel: Selection, retriever: Retriever) -> Outcome:
         chosen = members
         picking = set()
     elif picking:
-        chosen = [n for n in range(1, len(hits) + 1) if picking & terms[hits[n - 1].id]]
-    elif members is not None:  # "only the ones on diffusion models": none is, nor says it
-        chosen = []
+        chosen = by_terms
+    elif members is not None or narrows(asked):  # "only the ones on diffusion models": none is,
+        chosen = []                               # nor says it
     else:
         top = max(score.values(), default=0.0)
         chosen = [n for n in score if top > 0 and score[n] >= QUOTE_RELATIVE * top]

@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 from typing import Mapping, Sequence
 
-from rag.understand import rating_order, topics, years
+from rag.understand import narrowing, rating_order, topics, years
 from rag.understand.years import apply_per_year
 from rag.understand.filter_words import (asks_by_area, asks_by_decision, respell_decisions,
                                           without_decisions)
@@ -34,7 +34,6 @@ from rag.understand.authors import (apply_authors, authors_said, join_coauthors,
                                     name_spans, surname_index, surnames_said)
 from rag.understand.names import NameIndex
 from rag.understand.plan import UNSURE_BELOW, Plan
-from rag.understand.position_words import about_topic, narrows
 from rag.understand.turn_reader import TurnContext, TurnReader, TurnSlots, find_slots
 
 #: Operations that act on one known paper or a few, or on a topic, never on the catalog as a
@@ -410,13 +409,9 @@ def assemble(text: str, papers: str, op: str, aspect: str, found: TurnSlots,
              context: TurnContext, confidence: float = 1.0) -> Plan:
     """The plan for a reading (papers, op, aspect) of ``text`` with its slots ``found``."""
     f = found.filters
-    if context.has_previous and not f.filters and op not in _NOT_NARROWED and \
-            not rating_order.asks_rating(text) and (narrows(text) or about_topic(text)):
-        # "narrow it down to the ones about X", "only the ones on X", "which ones focus on X":
-        # a pick among the papers in hand (fresh conversations read these as new searches for
-        # the narrowing words, a list of every paper, or a description of them all)
-        papers, op, aspect = "previous", "lookup", ""
-        confidence = max(confidence, UNSURE_BELOW)  # (said in so many words: no reading note)
+    papers, op, aspect, confidence = narrowing.reread(  # "only the ones on X"
+        text, papers, op, aspect, confidence, context.has_previous, bool(f.filters),
+        rating_order.asks_rating(text))
     spans = list(found.position_spans) + list(found.count_spans)
     query = f.without(spans) or f.query
     plan = Plan(papers=papers, op=op, aspect=aspect, confidence=round(confidence, 4),
@@ -484,9 +479,6 @@ def assemble(text: str, papers: str, op: str, aspect: str, found: TurnSlots,
     return plan
 
 
-#: Operations a narrowing turn keeps ("how many of them are about X" counts; :func:`assemble`).
-_NOT_NARROWED = ("count", "sort", "extreme", "compare", "cite", "authors", "number",
-                 "similar")
 #: Operations on one paper: after a list, "it" is its first (:func:`assemble`).
 _IT_OPS = ("cite", "describe", "authors", "number")
 #: A singular pointer ("cite it", "what is its dataset?") and a plural one ("them", "each").

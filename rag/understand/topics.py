@@ -45,11 +45,14 @@ def has_topic(query: str) -> bool:
 
 # --- a new subject ----------------------------------------------------------------------------
 # "And for vision transformers?", "What about diffusion models?", "How about in robotics?",
-# "Same for GNNs?": the previous question's topic, asked of another subject.
+# "Same for GNNs?", "switch to X": the previous question's topic, asked of another subject.
 _NEW_SUBJECT = re.compile(
     r"^\s*(?:(?:and|but|ok(?:ay)?|now|then|so),?\s+)?(?:(?:what|how)\s+about\s+(?:for\s+|in\s+|"
     r"on\s+|with\s+)?|(?:and|but|now|then)\s+(?:for|in|on|with|among)\s+|(?:the\s+)?same\s+"
-    r"(?:\w+\s+)?(?:for|in|on|with)\s+|(?:and|now)\s+)(?P<s>[^?.!]{3,80}?)\s*[?.!]*\s*$", re.I)
+    r"(?:\w+\s+)?(?:for|in|on|with)\s+|(?:and|now)\s+|"
+    # "switch to climate downscaling", "ok, switch that to X", "let's move on to X"
+    r"(?:let'?s\s+)?(?:switch(?:ing)?|chang(?:e|ing)|mov(?:e|ing)(?:\s+on)?)\s+(?:it\s+|that\s+|"
+    r"this\s+|the\s+topic\s+|over\s+)?to\s+)(?P<s>[^?.!]{3,80}?)\s*[?.!]*\s*$", re.I)
 #: Pronouns that make a subject point back rather than name a new one ("what about its results?").
 _POINTS_BACK = re.compile(r"\b(?:it|its|they|them|their|this|that|these|those|the same)\b", re.I)
 
