@@ -434,6 +434,10 @@ def test_narrowing_the_papers_in_hand_in_other_words_picks_among_them(accepted_a
         assert {h.id for h in ans.hits} <= before
         # (no PEFT paper says "mesh" or "sim"; the closest are shown after saying so)
         assert ans.text.startswith("None of the"), turn
+    # ... and the 15 stay the papers in hand (it had taken the closest one alone)
+    _, after = accepted_ask("filter to ones doing sim-to-real", history)
+    tiers, _ = accepted_ask("hw many r posters vs orals", after)
+    assert f"of the {len(first.hits)} papers" in tiers.text
 
 
 @pytest.mark.slow

@@ -487,5 +487,6 @@ def _pick_among(plan: Plan, sel: Selection, retriever: Retriever) -> Outcome:
         out = [note(f"None of {scope} says this in its abstract; the closest:")]
     if not chosen:
         out += [item(new_hits[i - 1], i, quotes[i]) for i in range(1, min(3, len(new_hits)) + 1)]
-    return Outcome(out, "lookup", new_hits, about=list(range(1, max(1, len(chosen)) + 1)),
-                   prose=False)
+    # (none chosen: the papers in hand stay the ones under discussion, not the closest one)
+    shown = len(chosen) or len(new_hits)
+    return Outcome(out, "lookup", new_hits, about=list(range(1, shown + 1)), prose=False)

@@ -58,8 +58,9 @@ GENERIC_TERMS = frozenset("result report show find work method approach perform 
                           # how a turn is said, not what it asks ("what does it propose exactly?"
                           # quoted "Code ... will be released"), and "-based" of "tree-based"
                           "exact actual precis realli again pleas specif detail base "
-                          # ("ones proposing a new benchmark": most abstracts say "new")
-                          "new novel".split())
+                          # ("ones proposing a new benchmark": most abstracts say "new"; "eval"
+                          # is "evaluation" said short: "which of these do zero-shot eval")
+                          "new novel eval".split())
 #: A figure as results state them: a percentage, a factor (3x, 2.5×), points, or a decimal.
 _FIGURE = re.compile(r"\d+(?:\.\d+)?\s?(?:%|x\b|×|-?fold\b|points?\b|pp\b)|\d+\.\d+|"
                      r"\b\d+\s?(?:ms|s|seconds|hours|GB|MB|tokens)\b")
