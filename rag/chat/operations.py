@@ -37,6 +37,7 @@ from rag.chat.previous import (_area_before, _compare_with_discussed, _described
                                _list_asked, _list_with, _paired, _searched_topic, _showed)
 from rag.chat.selection import (COMPARE_DEFAULT, COMPARE_MAX, Selection, _as_hits, _catalog,
                                 _missing_names, _named, _search)
+from rag.chat.term_pick import pick_by_terms
 from rag.compose import extractive
 from rag.compose.quotes import candidates
 from rag.compose.templates import direct, item, note, title
@@ -44,9 +45,8 @@ from rag.conference import facets
 from rag.conference.trends import index_year_totals
 from rag.filters import Filters
 from rag.types import Hit
-from rag.understand.plan import Plan
-from rag.chat.term_pick import pick_by_terms
 from rag.understand.narrowing import about_topic, narrowed, narrows
+from rag.understand.plan import Plan
 from rag.understand.topics import has_topic, survey_topic
 
 if TYPE_CHECKING:
@@ -463,13 +463,13 @@ def _pick_among(plan: Plan, sel: Selection, retriever: Retriever) -> Outcome:
         ok = [c for c in cands[n] if picking & set(query_terms(c.text))] if picking else []
         quotes[i] = ok[0] if ok else best[n]
     scope = sel.scope or f"the {len(hits)} papers of the previous answer"
-    how = "say so in their abstracts" if picking else "come closest, by their abstracts"
+    one = len(chosen) == 1  # "1 of the 15 papers ... is about"
     if members:
-        how = f"are about “{about}”"
-    if len(chosen) == 1:  # "1 of the 15 papers ... is about"
-        how = re.sub(r"^(?:are|say|come)\b", lambda w: {"are": "is", "say": "says",
-                                                         "come": "comes"}[w.group()], how)
-        how = how.replace("their abstracts", "its abstract")
+        how = f"{'is' if one else 'are'} about “{about}”"
+    elif picking:
+        how = "says so in its abstract" if one else "say so in their abstracts"
+    else:
+        how = "comes closest, by its abstract" if one else "come closest, by their abstracts"
     if chosen:
         out = [direct(f"{len(chosen)} of {scope} {how}:", list(range(1, len(chosen) + 1)))]
         out += [item(new_hits[i - 1], i, quotes[i]) for i in range(1, len(chosen) + 1)]

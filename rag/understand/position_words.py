@@ -197,4 +197,3 @@ def plural(text: str) -> bool:
 def singular(text: str) -> bool:
     """True when ``text`` names a single paper ("a paper", "which one", "the work")."""
     return bool(_SINGULAR.search(text))
-

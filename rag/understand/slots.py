@@ -257,8 +257,9 @@ def read_filters(question: str, *, areas: Sequence[str] = ()) -> FilterSlots:
         if float(m.group(1)) <= 10 and not any(a <= m.start() < b for a, b in spans) and (
                 _RATING_WORD.search(question) or re.match(r"\s*(?:ones?|papers?|pprs?|only)\b",
                                                           question[m.end():], re.I) or
-                re.search(r"(?:^\W*|\b(?:only|just|keep|show)\s+)$", question[:m.start()], re.I)
-                and re.match(r"\s*(?:[^\w\s]|$|(?:only|pls|please)\b)", question[m.end():], re.I)):
+                (re.search(r"(?:^\W*|\b(?:only|just|keep|show)\s+)$", question[:m.start()], re.I)
+                 and re.match(r"\s*(?:[^\w\s]|$|(?:only|pls|please)\b)", question[m.end():],
+                              re.I))):
             take(m, "rating", f">={m.group(1)}")
     for m in _GLUED_YEAR.finditer(question):  # "iclr2018", "ICLR-2026"
         take(m, "year", m.group(1))
