@@ -72,7 +72,7 @@ def examples(retriever, reader, path: Path) -> list[dict]:
                 topic = topic_phrase(plan.topic or plan.query) or t[form]
             ids, x = M.candidates(retriever, topic)
             y = np.array([1 if i in on else (-1 if i in border else 0) for i in ids])
-            fused = [h.id for h in retriever.search(topic, k=POOL, evidence=False).hits]
+            fused = [h.id for h in retriever.search(topic, k=POOL, evidence=False, topical=True).hits]
             out.append({"topic_id": t.get("topic_id", ""), "form": form, "topic": topic,
                         "ids": ids, "x": x, "y": y, "fused": fused,
                         "on": on, "border": border})

@@ -77,6 +77,9 @@ class Settings(BaseSettings):
                                    "(rag.retrieve.membership): counts of a topic, a survey's "
                                    "order and cut, and the fallback of a filter that leaves none "
                                    "use the relevance model; off: the phrase rule and fused order.")
+    query_adapter: bool = Field(True, description="Move the question's embedding with the trained "
+                                "linear query adapter (rag.retrieve.query_adapter) for the dense "
+                                "search that feeds the fusion; refusal keeps the plain cosine.")
     feedback_papers: int = Field(2, ge=0, le=20, description="Pseudo-relevance feedback: the "
                                  "top fused papers whose vectors move the query (0 = off; see "
                                  "rag.retrieve.retriever.Retriever.search).")

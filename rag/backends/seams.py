@@ -52,9 +52,10 @@ class Retriever(Protocol):
         ...
 
     def search(self, question: str, k: int | None = None, filters: Filters | None = None,
-               evidence: bool = True, feedback: bool = True) -> Retrieval:
+               evidence: bool = True, feedback: bool = True, topical: bool = False) -> Retrieval:
         """The top-``k`` papers for ``question`` (``.hits``, best first) with the dense channel's
-        ranking (``.dense``: its best cosine similarity decides refusals)."""
+        ranking (``.dense``: its best cosine similarity decides refusals); ``topical``: the
+        question asks for a topic's papers (the query adapter may move its vector)."""
         ...
 
     def attach_evidence(self, question: str, hits: list[Hit], qvec: np.ndarray | None = None,

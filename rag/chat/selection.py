@@ -175,7 +175,7 @@ def _search(plan: Plan, history: Sequence[Turn], used: Filters, retriever: Retri
     else:
         cut = plan.op == "survey" and not plan.aspect
         res = retriever.search(query, k=max(k, RERANK_POOL) if cut else k,
-                               filters=used or None, evidence=False)
+                               filters=used or None, evidence=False, topical=cut)
         hits, columns, top = res.hits, 0, max(res.dense.scores[:1], default=0.0)
         if cut:
             hits = _on_topic_first(query, hits, retriever, k, notes,

@@ -32,6 +32,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from rag.text import normalise
+
 if TYPE_CHECKING:
     from rag.settings import Settings
 
@@ -151,16 +153,23 @@ def run_topic_eval(path: str | Path, settings: Settings, *, pipeline=None,
 
 
 def _channels(ret, question: str, late=None) -> dict[str, list[str]]:
-    """Paper ids ranked by the fused search, by BM25 alone and by the dense channel alone (the
-    question's best-chunk cosine), 50 each; the fused 50 reordered by MaxSim over the word-piece
+    """Paper ids ranked by the fused search (a survey's: ``topical``, the query adapter on), by
+    the same search with the plain query (``fused-plain``), by BM25 alone, by the dense channel
+    alone (the question's best-chunk cosine) and by it with the adapted query (``dense-adapt``,
+    :mod:`rag.retrieve.query_adapter`, when one fits the index's embedder), 50 each; the fused 50 reordered by MaxSim over the word-piece
     table (:mod:`rag.retrieve.token_table`) alone (``table``) and by its reciprocal rank fusion with
     the fused order (``fused+table``) when a table is shipped; with ``late`` (a
     :class:`rag.retrieve.late_interaction.LateInteraction`) the fused 50 reordered by MaxSim
     alone (``late``) and by its reciprocal rank fusion with the fused order (``fused+late``)."""
-    fused = ret.search(question, k=50, evidence=False)
+    fused = ret.search(question, k=50, evidence=False, topical=True)
     ids = [h.id for h in fused.hits]
-    out = {"fused": ids, "bm25": list(fused.lexical.ids[:50]),
-           "dense": list(fused.dense.ids[:50])}
+    out = {"fused": ids,
+           "fused-plain": [h.id for h in ret.search(question, k=50, evidence=False).hits],
+           "bm25": list(fused.lexical.ids[:50]), "dense": list(fused.dense.ids[:50])}
+    qvec = ret.embedder.embed([normalise(question)])[0]
+    adapted = ret.adapted(qvec)
+    if adapted is not qvec:
+        out["dense-adapt"] = list(ret.dense(adapted).ids[:50])
     from rag.retrieve.token_table import shipped
 
     table = shipped()
