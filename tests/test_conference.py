@@ -195,7 +195,10 @@ def test_facet_count_of_nothing_says_what_the_index_holds():
     ("how many accepted papers are about KANs?", "KANs"),
     ("How many papers use or study sparse autoencoders?", "sparse autoencoders"),
     ("How many papers apply reinforcement learning to robots?", "reinforcement learning to robots"),
-    ("roughly how many offline RL papers in total?", "offline RL")])
+    ("roughly how many offline RL papers in total?", "offline RL"),
+    # "in total" before the verb (the topic had been "total are on ML weather prediction")
+    ("how many papers in total are on ML weather prediction?", "ML weather prediction"),
+    ("how many papers in all are about GANs?", "GANs")])
 def test_topic_of_a_count_question(question, topic):
     from rag.understand.topics import count_topic, has_topic
 

@@ -436,6 +436,20 @@ NONE = TurnContext()
     # no rating order asked: "best-of-N" is a method and "gets worse" its behaviour
     ("best-of-N gets worse with more samples since picks exploit the scorer; penalize unusual "
      "answers like a reversed novelty bonus?", NONE, "search", "survey"),
+    # read in the browser: a topic's papers asked in the plural (the reader had looked up one)
+    ("which ICLR 2026 papers study test-time scaling for code generation?", NONE, "search",
+     "survey"),
+    ("I'm looking for work combining causal inference and LLMs, e.g. causal discovery from text",
+     NONE, "search", "survey"),
+    ("which paper uses jittered actions to explain an RL agent's failures?", NONE, "search",
+     "lookup"),
+    # positions among the papers under discussion (the reader had taken all five) and a length
+    # asked for ("in two sentences" had been read as a paper's name)
+    ("give me the bibtex for the first two", LOOKUP, "positions", "cite"),
+    ("summarize the main result of the second paper in two sentences", SURVEY, "positions",
+     "describe"),
+    # which of them say so, not what each of the 15 abstracts says
+    ("which ones prove lower bounds and not just upper bounds?", SURVEY, "previous", "lookup"),
 ])
 def test_turns_nobody_wrote_rules_for(reader, seed_names, text, context, papers, op):
     from rag.understand.read import read_turn

@@ -80,12 +80,26 @@ _KEPT_OPS = ("count", "sort", "extreme", "compare", "cite", "authors", "number")
 
 
 def reread(text: str, papers: str, op: str, aspect: str, confidence: float, has_previous: bool,
-           has_filters: bool, asks_rating: bool) -> tuple[str, str, str, float]:
+           has_filters: bool, asks_rating: bool, positions: bool = False
+           ) -> tuple[str, str, str, float]:
     """``(papers, op, aspect, confidence)`` of a reading of ``text`` once a narrowing said in
     so many words is applied: a pick among the papers in hand (fresh conversations had read
     these as new searches for the words "narrow it down to ...", a list of every paper or a
-    description of them all)."""
+    description of them all). Also, from fresh conversations read in the browser: positions
+    said (``positions``: "give me the bibtex for the first two") pick among the papers under
+    discussion, which had been cited all five; "which papers study X?" and "I'm looking for
+    work on X" ask for a topic's papers (:func:`rag.understand.topics.asks_for_papers`), where
+    the reading had looked up one paper."""
+    if positions and has_previous and papers == "focus" and op in ("cite", "describe", "compare"):
+        return "positions", op, aspect, confidence
+    if papers == "search" and op == "lookup" and topics.asks_for_papers(text):
+        return papers, "survey", aspect, confidence
     if has_previous and not has_filters and op not in _KEPT_OPS and not asks_rating and \
             (narrows(text) or about_topic(text)):
         return "previous", "lookup", "", max(confidence, UNSURE_BELOW)
+    if papers == "previous" and op in ("survey", "describe") and not aspect and \
+            _WHICH_OF.match(text) and not has_filters and not asks_rating:
+        # "which ones prove lower bounds and not just upper bounds?": which of them say so, not
+        # what each abstract says (read as a survey of the 15, it quoted every one)
+        return papers, "lookup", aspect, confidence
     return papers, op, aspect, confidence

@@ -159,6 +159,10 @@ _ASKS_HOW_MANY = re.compile(r"^\W*(?:(?:roughly|approximately|about|so|ok(?:ay)?
                             re.I)
 #: A turn's preamble about why it asks ("For a slide:", "Quick one for my thesis intro:", "I'm
 #: writing a blog post about how much ICLR has grown."): no topic of the question.
+#: A length asked for ("in two sentences"): not a subject ("the second paper in two sentences").
+_LENGTH = re.compile(r"[\s,]*\b(?:in|within|using)\s+(?:one|two|three|four|five|a\s+few|a|\d+)"
+                     r"\s+(?:short\s+)?(?:sentences?|lines?|words?|bullets?(?:\s+points?)?|"
+                     r"paragraphs?)\b", re.I)
 _PREAMBLE = re.compile(r"^\s*(?:(?:quick|one)\s+(?:one|question|q)\s+)?(?:for|i['’]?m\s+(?:writing|"
                        r"preparing|making|working\s+on)|i\s+am\s+(?:writing|preparing|making|"
                        r"working\s+on)|(?:my\s+)?(?:advisor|supervisor|boss|manager)\s+wants)\s+"
@@ -217,7 +221,7 @@ def read_turn(text: str, context: TurnContext, reader: TurnReader, *, areas: Seq
     # (a preamble keeps its years: "My advisor wants numbers on how picky ICLR 2018 was.")
     text = respell_decisions(_PREAMBLE.sub(lambda m: "".join(
         f"in {y}, " for y in re.findall(r"\b(?:19|20)\d\d\b", m.group(0))), text))  # "rejectd"
-    found = find_slots(text, context, areas, names)
+    found = find_slots(_LENGTH.sub("", text).strip() or text, context, areas, names)
     x = reader.features([text], [context], [found])[0]
     probs = reader.probabilities(x)
     allowed = allowed_papers(context, found)
@@ -411,7 +415,7 @@ def assemble(text: str, papers: str, op: str, aspect: str, found: TurnSlots,
     f = found.filters
     papers, op, aspect, confidence = narrowing.reread(  # "only the ones on X"
         text, papers, op, aspect, confidence, context.has_previous, bool(f.filters),
-        rating_order.asks_rating(text))
+        rating_order.asks_rating(text), bool(found.positions) or found.count is not None)
     spans = list(found.position_spans) + list(found.count_spans)
     query = f.without(spans) or f.query
     plan = Plan(papers=papers, op=op, aspect=aspect, confidence=round(confidence, 4),

@@ -95,6 +95,8 @@ _COUNT_LEAD = re.compile(
     r"(?P<pre>(?:[\w'-]+\s+){0,4}?)"
     r"(?:(?:papers?|works?|submissions?|articles?|studies|entries|publications)\b\s*|"
     r"(?<=many\s)(?=(?:are\s+there\s+)?(?:about|on|regarding|concerning)\s))"
+    # "how many papers in total are on X"
+    r"(?:(?:in\s+(?:total|all)|overall|altogether)\s+)?"
     r"(?:(?:are|were|is|was|did|do|have|has)\s+)?(?:there\s+)?(?:(?:in|at|from)\s+(?:this|the)\s+"
     r"(?:index|list|corpus|conference)\s+)?(?:(?:that\s+)?(?:are\s+|were\s+)?"
     # "use or study sparse autoencoders", "propose or evaluate X": two verbs before the topic
@@ -138,6 +140,22 @@ _SURVEY_FRAME = re.compile(
     r"(?:on|about)\s+|(?:find|show|list|give)\s+(?:me\s+)?(?:(?:the|some|all)\s+)?"
     r"(?:papers?|work)\s+(?:that\s+\w+|on|about)\s+|papers?\s+(?:proposing|studying|using)\s+)",
     re.I)
+
+
+#: A request for a topic's papers in the plural: "which (ICLR 2026) papers study ...", "what works
+#: ...", "I'm looking for work/papers on ..." (not "which paper", nor "which papers are by X").
+_ASKS_PAPERS = re.compile(
+    r"^\W*(?:(?:which|what)\s+(?:(?:iclr|accepted|oral|spotlight)\s+)*(?:(?:19|20)\d\d\s+)?"
+    r"(?:papers|works|studies)\b(?!\s+(?:are|were|is|was|by|from|in|of|with|rated|got|have|did)\b)|"
+    r"(?:i['’]?m|i\s+am)\s+(?:looking|searching)\s+for\s+(?:(?:recent|any|some)\s+)?"
+    r"(?:work|papers|research)\b)", re.I)
+
+
+def asks_for_papers(text: str) -> bool:
+    """True when ``text`` asks for the papers on a topic in the plural (:data:`_ASKS_PAPERS`):
+    "which ICLR 2026 papers study test-time scaling for code generation?", "I'm looking for
+    work combining causal inference and LLMs"."""
+    return bool(_ASKS_PAPERS.match(text))
 
 
 def survey_topic(query: str) -> str:
