@@ -251,7 +251,13 @@ def test_rating_direction(text, asc):
     ("papers on KV cache compression", "KV cache compression"),
     ("on diffusion language models", "diffusion language models"),
     ("work about model merging?", "model merging"),
-    ("reinforcement learning", "reinforcement learning")])
+    ("reinforcement learning", "reinforcement learning"),
+    # asking whether there are any is no part of the topic
+    ("small-molecule conformer generation w/ diffusion, anything there?",
+     "small-molecule conformer generation w/ diffusion"),
+    ("graph neural nets for weather forecasting, anything at iclr26?",
+     "graph neural nets for weather forecasting"),
+    ("time series foundation models - any?", "time series foundation models")])
 def test_topic_phrase(query, topic):
     from rag.understand.topics import topic_phrase
 

@@ -441,6 +441,46 @@ def test_narrowing_the_papers_in_hand_in_other_words_picks_among_them(accepted_a
 
 
 @pytest.mark.slow
+def test_a_new_topic_under_a_kept_filter_lists_its_papers_not_the_filters(accepted_ask):
+    """Read in the browser: "what about X, anything there?" after "only the orals pls" listed
+    the 20 orals nearest the words, most on other topics (their titles said "diffusion", one
+    of the topic's words split off at "w/"); the papers on the topic come first and the rest
+    are left out, saying so. Expected papers are the orals whose titles say the topic."""
+    orals = [p for p in _accepted() if "oral" in p["status"].lower()]
+    dlm = {p["id"] for p in orals if "diffusion language model" in p["title"].lower()}
+    assert len(dlm) >= 3
+    ans, _ = accepted_ask("list the orals on diffusion language models")
+    assert ans.filters_applied == ["status=oral"]
+    assert dlm <= {h.id for h in ans.hits} and len(ans.hits) <= len(dlm) + 4
+    assert "on this topic by the relevance model" in ans.text
+    first, history = accepted_ask("flow matching or diffusion for protein backbone design")
+    _, history = accepted_ask("only the orals pls", history)
+    ans, _ = accepted_ask("what about small-molecule conformer generation w/ diffusion, "
+                          "anything there?", history)
+    assert ans.filters_applied == ["status=oral"] and len(ans.hits) < 10
+    titles = " ".join(h.paper.title.lower() for h in ans.hits)
+    assert "diffusion language model" not in titles  # (diffusion LMs make no molecules)
+
+
+@pytest.mark.slow
+def test_positions_and_plural_questions_read_in_the_browser(accepted_ask):
+    """"give me the bibtex for the first two" after a pick cited all five; "summarize the
+    main result of the second paper in two sentences" searched "summarize ..." anew; "which
+    ICLR 2026 papers study X?" looked up one paper."""
+    first, history = accepted_ask("Which papers give convergence theory for Adam-type "
+                                  "optimizers under heavy-tailed gradient noise?")
+    second, _ = accepted_ask("summarize the main result of the second paper in two sentences",
+                             history)
+    assert [h.id for h in second.hits[:1]] == [first.hits[1].id]
+    assert second.plan["positions"] == [2]
+    _, history = accepted_ask("which of these use momentum?", history)
+    cited, _ = accepted_ask("give me the bibtex for the first two", history)
+    assert cited.plan["positions"] == [1, 2] and cited.text.count("@inproceedings") == 2
+    tts, _ = accepted_ask("which ICLR 2026 papers study test-time scaling for code generation?")
+    assert tts.plan["op"] == "survey" and len(tts.hits) > 5
+
+
+@pytest.mark.slow
 def test_the_best_rated_paper_of_an_area_says_which_part_it_is_the_best_of(accepted_ask):
     area = "reinforcement learning"
     papers = [p for p in _accepted() if p["primary_area"] == area]

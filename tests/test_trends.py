@@ -108,6 +108,9 @@ def test_a_topic_counted_by_its_words_takes_its_alternatives_and_spellings():
     # "and" between phrases is one compositional topic, not two
     assert topic_alternatives("federated learning and differential privacy") == \
         ["federated learning and differential privacy"]
+    # "w/" is "with", not a split: "diffusion" alone would match every diffusion paper
+    assert topic_alternatives("conformer generation w/ diffusion") == \
+        ["conformer generation with diffusion"]
 
 
 def test_author_names_of_the_list_are_read_in_any_frame():

@@ -17,6 +17,7 @@ from rag.filters import Filters
 from rag.types import AnswerSentence, Hit, Paper
 from rag.understand.names import fold
 from rag.understand.plan import Plan
+from rag.understand.topics import has_topic
 
 if TYPE_CHECKING:
     from rag.backends.seams import Retriever
@@ -173,7 +174,10 @@ def _search(plan: Plan, history: Sequence[Turn], used: Filters, retriever: Retri
                 hits.append(h)
         top = max(max(r.dense.scores[:1], default=0.0) for r in side_res + [merged])
     else:
-        cut = plan.op == "survey" and not plan.aspect
+        # (a list of a topic's papers under a filter, "what about X?" after "only the orals":
+        # the papers on X, not the filter's papers nearest the words)
+        cut = plan.op == "survey" and not plan.aspect or plan.op == "list" and bool(used) and \
+            plan.papers == "search" and has_topic(query)
         res = retriever.search(query, k=max(k, RERANK_POOL) if cut else k,
                                filters=used or None, evidence=False, topical=cut)
         hits, columns, top = res.hits, 0, max(res.dense.scores[:1], default=0.0)

@@ -189,9 +189,10 @@ SURVEY_QUESTIONS = (
 def bench_survey(settings: Settings, runs: int = 3) -> dict:
     """Whole-answer time of a topic survey (extractive mode, the answer the user reads), with
     topic membership (:mod:`rag.retrieve.membership`: ordering the fused top 50 and the cut) and
-    without it (the fused top 15: the baseline), interleaved question by question in one process
-    after a warm-up, ``runs`` rounds over :data:`SURVEY_QUESTIONS`. Times in ms; the ratio is
-    with / without, medians."""
+    without it (the fused top 15: the baseline), and with membership but the query adapter off
+    (:mod:`rag.retrieve.query_adapter`: the plain query's search alone), interleaved question by
+    question in one process after a warm-up, ``runs`` rounds over :data:`SURVEY_QUESTIONS`.
+    Times in ms; the ratios are with / without membership and adapted / plain query, medians."""
     from rag.chat.answer import answer
     from rag.chat.pipeline import Pipeline
     from rag.cpu import cpu_features
@@ -200,25 +201,30 @@ def bench_survey(settings: Settings, runs: int = 3) -> dict:
     kwargs = dict(retriever=pipe.retriever, generator=pipe.generator, settings=settings,
                   mode="extractive")
     live = pipe.retriever.settings
-    times: dict[bool, list[float]] = {True: [], False: []}
-    for on in (True, False):
-        live.topic_membership = on
+    adapter = live.query_adapter
+    arms = {"with": (True, adapter), "without": (False, adapter), "plain": (True, False)}
+    times: dict[str, list[float]] = {a: [] for a in arms}
+    for on, adapted in arms.values():
+        live.topic_membership, live.query_adapter = on, adapted
         answer(WARM_UP_QUESTION, **kwargs)
     for _ in range(runs):
         for q in SURVEY_QUESTIONS:
-            for on in (True, False):
-                live.topic_membership = on
+            for arm, (on, adapted) in arms.items():
+                live.topic_membership, live.query_adapter = on, adapted
                 t0 = time.perf_counter()
                 answer(q, **kwargs)
-                times[on].append((time.perf_counter() - t0) * 1000)
-    live.topic_membership = True
-    with_m, without = statistics.median(times[True]), statistics.median(times[False])
+                times[arm].append((time.perf_counter() - t0) * 1000)
+    live.topic_membership, live.query_adapter = True, adapter
+    med = {a: statistics.median(t) for a, t in times.items()}
+    with_m, without = med["with"], med["without"]
     return {"bench": "survey", "index": pipe.retriever.name, "papers": len(pipe.retriever),
             "questions": len(SURVEY_QUESTIONS), "runs": runs, "cpu": cpu_features(),
             "with_membership_ms_median": round(with_m, 1),
             "fused_top15_ms_median": round(without, 1),
             "ratio_with_over_without": round(with_m / without, 3) if without else None,
-            "with_membership_ms_p90": round(sorted(times[True])[int(0.9 * len(times[True]))], 1)}
+            "with_membership_ms_p90": round(sorted(times["with"])[int(0.9 * len(times["with"]))], 1),
+            "plain_query_ms_median": round(med["plain"], 1),
+            "ratio_adapted_over_plain": round(with_m / med["plain"], 3) if med["plain"] else None}
 
 
 #: Topics timed by :func:`bench_trend` (none is asked in the cross-year check sets' words).

@@ -194,9 +194,9 @@ def format_topics(report: dict) -> str:
         lines.append(f"  {k:20} {v if v is not None else '-'}")
     if report["retrieval"]:
         lines.append("retrieval alone (survey question):")
-        lines.append(f"  {'channel':10} {'recall@15':>9} {'recall@50':>9}")
+        lines.append(f"  {'channel':12} {'recall@15':>9} {'recall@50':>9}")
         for name, m in report["retrieval"].items():
-            lines.append(f"  {name:10} {m['recall@15']:9.3f} {m['recall@50']:9.3f}")
+            lines.append(f"  {name:12} {m['recall@15']:9.3f} {m['recall@50']:9.3f}")
         if report.get("retrieval_seconds") is not None:
             lines.append(f"  median {report['retrieval_seconds']} s per question")
     for r in report["topics"]:

@@ -122,12 +122,17 @@ _COUNT_SET = re.compile(r"^(?:(?:of|among)\s+)?(?:the|these|those|all|all\s+the)
                         r"^(?:iclr|accepted)(?:\s+(?:iclr|accepted|(?:19|20)\d\d))*\s+", re.I)
 
 
+#: "X, anything there?", "X - any?": asking whether there are papers, not part of the topic.
+_ANY_THERE = re.compile(r"[\s,;:-]+(?:anything|any(?:one)?)(?:\s+(?:there|here|at\s+iclr\s*\d*))?"
+                        r"\W*$", re.I)
+
+
 def topic_phrase(query: str) -> str:
     """``query`` without a leading preposition (:data:`_TOPIC_LEAD`), a trailing "papers"
-    (:data:`_TOPIC_TAIL`) or a trailing question mark: "on diffusion language models", "papers
-    on diffusion language models?" and "diffusion language models papers" -> "diffusion
-    language models"."""
-    return _TOPIC_TAIL.sub("", _TOPIC_LEAD.sub("", query).rstrip(" ?.!"))
+    (:data:`_TOPIC_TAIL`), a trailing "anything there?" (:data:`_ANY_THERE`) or a trailing
+    question mark: "on diffusion language models", "papers on diffusion language models?" and
+    "diffusion language models papers" -> "diffusion language models"."""
+    return _TOPIC_TAIL.sub("", _TOPIC_LEAD.sub("", _ANY_THERE.sub("", query)).rstrip(" ?.!"))
 
 
 #: The frame of a survey question around its topic ("Which papers study X?", "What work is there

@@ -218,10 +218,11 @@ _AND_SPLIT = re.compile(r"\s+and\s+", re.I)
 
 def topic_alternatives(topic: str) -> list[str]:
     """The phrases a per-year count of ``topic`` matches by its words: the topic split at "/",
-    "or", "&" and commas ("adversarial examples / adversarial robustness"), and at "and" when
-    every part is one word ("RNN and LSTM"), each field acronym with its spelled-out form
-    beside it and the other spellings of a field term (:data:`ACRONYMS`, :data:`SPELLINGS`:
-    "RNN" and "recurrent neural networks"); in order, once each."""
+    "or", "&" and commas ("adversarial examples / adversarial robustness"; "w/" is "with"),
+    and at "and" when every part is one word ("RNN and LSTM"), each field acronym with its
+    spelled-out form beside it and the other spellings of a field term (:data:`ACRONYMS`,
+    :data:`SPELLINGS`: "RNN" and "recurrent neural networks"); in order, once each."""
+    topic = re.sub(r"\bw/o(?=\s)", "without", re.sub(r"\bw/(?=\s)", "with", topic))  # "X w/ Y"
     parts = [p for p in _ALT_SPLIT.split(topic) if p.strip()]
     out: list[str] = []
     for part in parts or [topic]:
