@@ -175,9 +175,9 @@ def _search(plan: Plan, history: Sequence[Turn], used: Filters, retriever: Retri
         top = max(max(r.dense.scores[:1], default=0.0) for r in side_res + [merged])
     else:
         # (a list of a topic's papers under a filter, "what about X?" after "only the orals":
-        # the papers on X, not the filter's papers nearest the words)
+        # the papers on X, not the filter's papers nearest the words; an author's are all his)
         cut = plan.op == "survey" and not plan.aspect or plan.op == "list" and bool(used) and \
-            plan.papers == "search" and has_topic(query)
+            plan.papers == "search" and has_topic(query) and "author" not in used.values
         res = retriever.search(query, k=max(k, RERANK_POOL) if cut else k,
                                filters=used or None, evidence=False, topical=cut)
         hits, columns, top = res.hits, 0, max(res.dense.scores[:1], default=0.0)
