@@ -481,6 +481,30 @@ def test_positions_and_plural_questions_read_in_the_browser(accepted_ask):
 
 
 @pytest.mark.slow
+def test_the_list_before_one_paper_and_a_new_subject_after_a_comparison(accepted_ask):
+    """Read in ten later conversations: "sort them by rating" after "what does the second one
+    propose?" sorted that one paper; "how many papers on X overall?" after a pick counted the
+    three picked; "what about X, anything there?" after "compare the 1st and 3rd" compared the
+    first two papers a search for X found."""
+    first, history = accepted_ask("conformal prediction for LLM outputs with factuality or "
+                                  "coverage guarantees")
+    _, history2 = accepted_ask("what does the second one propose?", history)
+    ranked, _ = accepted_ask("sort them by rating", history2)
+    assert {h.id for h in ranked.hits} == {h.id for h in first.hits}
+    means = [(h.paper.rating or {}).get("mean", 0) for h in ranked.hits]
+    assert means == sorted(means, reverse=True)
+    _, history = accepted_ask("which of these use conformal risk control?", history)
+    counted, _ = accepted_ask("how many papers on catastrophic forgetting overall?", history)
+    assert counted.plan["papers"] == "search" and counted.plan["op"] == "count"
+    assert "catastrophic forgetting" in counted.text.split("\n")[0]
+    _, history = accepted_ask("neural operators pde uncertainty quantification")
+    _, history = accepted_ask("compare the 1st and 3rd", history)
+    mesh, _ = accepted_ask("ok and what about operators on irregular meshes or complex "
+                           "geometries, anything there?", history)
+    assert mesh.plan["op"] == "survey" and len(mesh.hits) > 2
+
+
+@pytest.mark.slow
 def test_the_best_rated_paper_of_an_area_says_which_part_it_is_the_best_of(accepted_ask):
     area = "reinforcement learning"
     papers = [p for p in _accepted() if p["primary_area"] == area]

@@ -84,10 +84,11 @@ _ANY_OF_SEVERAL = re.compile(r"\b(?:any|which|those|these|them|ones)\b", re.I)
 def _list_asked(plan: Plan, source: str, prev: Turn, history: Sequence[Turn]) -> Turn | None:
     """The list before ``prev`` when ``prev`` was about one of its papers by its number ("what
     does the third one propose?") and this turn filters several ("any that got high reviewer
-    scores, like 8+?"): the list's papers are meant, not the one paper (whose filter leaves none
-    and searched the describing turn's words, off the topic); else None."""
-    if source != "focus" or plan.op not in ("count", "list", "sort", "extreme") or \
-            not plan.filters or len(prev.discussed) != 1 or \
+    scores, like 8+?") or sorts them ("sort them by rating", which sorted the one paper): the
+    list's papers are meant, not the one paper (whose filter leaves none and searched the
+    describing turn's words, off the topic); else None."""
+    if source not in ("focus", "previous") or plan.op not in ("count", "list", "sort", "extreme") \
+            or not (plan.filters or plan.op == "sort") or len(prev.discussed) != 1 or \
             prev.plan.get("papers") != "positions" or not _ANY_OF_SEVERAL.search(plan.said):
         return None
     return next((t for t in reversed(history) if t is not prev and len(t.shown) > 1), None)

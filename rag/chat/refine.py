@@ -124,8 +124,12 @@ def resolve_refine(plan: Plan, history: Sequence[Turn], areas: Sequence[str] = (
     if base.op in ("sort", "extreme") and orders_by_rating(plan.said or ""):
         # "and the lowest rated 2026 oral?" after the highest rated 2018 oral: the other end
         order = "rating_asc" if ascending(plan.said) else "rating_desc"
-    return replace(base, papers=papers, query=query, topic=subject or base.topic, order=order,
-                   subject=subject or earlier, filters=filters, positions=[], ids=[],
+    # "what about X, anything there?" after comparing [1] and [3]: X's papers, not a table of
+    # the first two a search for X finds (the places said belonged to the list before)
+    op = "survey" if subject and base.papers in ("focus", "positions") and \
+        base.op in ("compare", "describe", "cite") else base.op
+    return replace(base, op=op, papers=papers, query=query, topic=subject or base.topic,
+                   order=order, subject=subject or earlier, filters=filters, positions=[], ids=[],
                    confidence=plan.confidence, said=plan.said, notes=plan.notes,
                    dropped=plan.dropped)
 

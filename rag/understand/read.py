@@ -95,9 +95,8 @@ def compatible(papers: str, op: str, context: TurnContext, found: TurnSlots | No
     if found is not None and papers in ("previous", "focus") and op == "count" and \
             _WHOLE_LIST.search(found.filters.question) and not found.refers_back and \
             not found.points_at_topic and \
-            not found.filters.filters and not found.of_these and \
-            not topics.has_topic(_WHOLE_LIST.sub(" ", found.filters.query)):
-        return False  # "how many papers are in the whole index?" after a topic: the whole list
+            not found.filters.filters and not found.of_these:
+        return False  # "how many papers are in the whole index?", "... on X overall?": not them
     if found is not None and found.of_these and context.has_previous and op == "refine":
         return False  # "of these, which ...": picks among them, not the question asked again
     if found is not None and found.asks_status and op in ("refine", "list", "count"):
