@@ -70,7 +70,7 @@ def test_the_topics_eval_ranks_the_fused_50_by_late_interaction_too():
 
     papers = {i: NS(title=f"T{i}", abstract=f"A{i}") for i in "abc"}
     hits = [NS(id=i) for i in "abc"]
-    ret = NS(papers=papers, search=lambda q, k, evidence: NS(
+    ret = NS(papers=papers, search=lambda q, k, evidence, topical=False: NS(
         hits=hits, lexical=Ranking(["b", "a"], [2.0, 1.0]), dense=Ranking(["c"], [0.5])))
     out = _channels(ret, "q", _Scripted({"Ta. Aa": 0.1, "Tb. Ab": 0.5, "Tc. Ac": 0.9}))
     assert out["fused"] == ["a", "b", "c"] and out["bm25"] == ["b", "a"]

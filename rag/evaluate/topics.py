@@ -166,10 +166,11 @@ def _channels(ret, question: str, late=None) -> dict[str, list[str]]:
     out = {"fused": ids,
            "fused-plain": [h.id for h in ret.search(question, k=50, evidence=False).hits],
            "bm25": list(fused.lexical.ids[:50]), "dense": list(fused.dense.ids[:50])}
-    qvec = ret.embedder.embed([normalise(question)])[0]
-    adapted = ret.adapted(qvec)
-    if adapted is not qvec:
-        out["dense-adapt"] = list(ret.dense(adapted).ids[:50])
+    if hasattr(ret, "adapted"):  # (a retriever with a query adapter seam)
+        qvec = ret.embedder.embed([normalise(question)])[0]
+        adapted = ret.adapted(qvec)
+        if adapted is not qvec:
+            out["dense-adapt"] = list(ret.dense(adapted).ids[:50])
     from rag.retrieve.token_table import shipped
 
     table = shipped()

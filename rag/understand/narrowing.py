@@ -37,6 +37,8 @@ _WHICH_OF = re.compile(rf"^\W*(?:(?:so|and|ok|okay|now)\W+)?(?:(?:which|what(?!\
                        rf"(?:ones?\s+(?:of\s+{_SET}\s+)?|(?:papers?\s+)?of\s+{_SET}\s+|"
                        rf"(?=(?:are|is|were|was|r)\s))|any\s+(?:(?:ones?|papers?)\s+)?of\s+"
                        rf"{_SET}\s+|any\s+ones?\s+)(?:(?:are|is|were|was|r)\s+)?", re.I)
+#: "which" (not "what are typical topics there?", a question about the papers in hand).
+_WHICH_WORD = re.compile(r"\bwhich\b", re.I)
 #: Words that ask what a paper is about (the topic then decided by meaning:
 #: :mod:`rag.retrieve.membership`); "use", "propose" ask for a term instead.
 _ABOUT = re.compile(r"(?:really\s+|actually\s+|mainly\s+|mostly\s+|specifically\s+)?"
@@ -98,7 +100,8 @@ def reread(text: str, papers: str, op: str, aspect: str, confidence: float, has_
             (narrows(text) or about_topic(text)):
         return "previous", "lookup", "", max(confidence, UNSURE_BELOW)
     if papers == "previous" and op in ("survey", "describe") and not aspect and \
-            _WHICH_OF.match(text) and not has_filters and not asks_rating:
+            (m := _WHICH_OF.match(text)) and _WHICH_WORD.search(m.group(0)) and \
+            not has_filters and not asks_rating:
         # "which ones prove lower bounds and not just upper bounds?": which of them say so, not
         # what each abstract says (read as a survey of the 15, it quoted every one)
         return papers, "lookup", aspect, confidence
