@@ -146,7 +146,7 @@ def collect(retriever, questions: list[dict], log=lambda m: None) -> list[dict]:
     (``"row"``, None when no channel finds it) and the papers it names (``"named"``)."""
     out = []
     for i, q in enumerate(questions, 1):
-        ch = retriever.fusion_inputs(q["question"], topical=False)
+        ch = retriever.fusion_inputs(q["question"])
         row = ch.ids.index(q["gold"]) if q["gold"] in ch.ids else None
         out.append({**q, "channels": ch, "row": row, "named": retriever.named(q["question"])})
         if i % 200 == 0:

@@ -9,9 +9,9 @@ penalty that keeps ``W`` near 0 (the identity map). The documents' vectors are u
 index needs no re-embedding: the adapter is the query side of "Embedding Adapters" (Chroma
 technical report, 2024), which trains such a map from relevance judgements.
 
-Only a *topic* search uses it (``topical=True``: a survey's search, the relevance model's
-candidates for counts, filters and trends), and there only the dense search that feeds the
-fusion (the feedback query of :meth:`rag.retrieve.retriever.Retriever._rankings`); the
+Only a *topic* search uses it (``topical=True``: a survey's search and the pool the relevance
+model orders; the relevance model's own features, and so counts, filters and trends, keep the
+plain query), and there only the dense search that feeds the fusion (the feedback query of :meth:`rag.retrieve.retriever.Retriever._rankings`); the
 question's own cosine, on which refusal is calibrated, stays the embedder's. A search for one
 paper from its description keeps the plain query: on ``shared/eval/dev_hard.jsonl`` the adapter
 moved 3 of 45 specific questions' papers from first to second (r@1 0.867 -> 0.800) and one

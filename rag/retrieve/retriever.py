@@ -328,16 +328,16 @@ class Retriever(NamedPapers, FusionChannels, EvidenceSentences):
     def fusion_inputs(self, question: str,
                       needs: set[str] | frozenset = frozenset({"paper", "terms"}),
                       feedback: bool = True, filters: Filters | None = None,
-                      extra: Sequence[str] = (), topical: bool = False):
+                      extra: Sequence[str] = ()):
         """The :class:`rag.retrieve.fusion.Channels` that :meth:`search` fuses for ``question``
         (under ``filters``, none by default), with every input by default: what
         ``bench/train_fusion.py`` learns from and :mod:`rag.retrieve.membership` scores.
         ``extra`` paper ids are candidates too, with their best chunk's cosine from the stored
         vectors when the question's dense ranking does not have them ("which of these are
-        about X?" scores the papers in hand, ranked or not). ``topical`` as in :meth:`search`."""
+        about X?" scores the papers in hand, ranked or not). The plain query's channels: the
+        relevance model was fitted on them (the query adapter is a survey search's only)."""
         allowed = self._allowed(filters)
-        qvec, dense, prf, lexical, full, _ = self._rankings(question, filters, allowed, feedback,
-                                                            topical)
+        qvec, dense, prf, lexical, full, _ = self._rankings(question, filters, allowed, feedback)
         missing = [pid for pid in dict.fromkeys(extra) if pid in self.papers
                    and pid not in set(dense.ids) and (allowed is None or pid in allowed)]
         if missing:
